@@ -1,0 +1,138 @@
+"""The verdict engine: rules -> findings -> one verdict with root, symptoms and confidence.
+
+1. Every rule in rules.RULES runs in isolation (a failing rule becomes a trace line).
+2. Findings are grouped by cause; support for a cause is the noisy-OR of its findings.
+3. Measured state can speak against a cause (counter-evidence lowers its support).
+4. The root is the earliest root-capable cause among the well-supported ones; every
+   other finding becomes a symptom (it came later, or is a known consequence) or an
+   alternative.
+5. Below MIN_CONFIDENCE nothing is claimed: the verdict is `unknown` and names what to collect.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from postmortem.classify.counter import counter_evidence
+from postmortem.classify.rules import RULES
+from postmortem.classify.signature import signature_of
+from postmortem.knowledge import Knowledge
+from postmortem.model import Case, Category, Finding, Verdict
+
+MIN_CONFIDENCE = 0.35
+CLOSE_RACE = 0.6   # a cause within this fraction of the best may still be the root if it came first
+
+
+def run_rules(case: Case, k: Knowledge, trace: list[str]) -> list[Finding]:
+    found: list[Finding] = []
+    for rule in RULES:
+        try:
+            found.extend(rule.findings(case, k, trace))
+        except Exception as exc:  # noqa: BLE001 - a broken rule never breaks the verdict
+            trace.append(f"{rule.id}: rule failed: {type(exc).__name__}: {exc}")
+    return found
+
+
+def _support(findings: list[Finding]) -> float:
+    miss = 1.0
+    for f in findings:
+        miss *= 1 - f.confidence
+    return 1 - miss
+
+
+def classify(case: Case, k: Knowledge) -> Verdict:
+    trace: list[str] = []
+    findings = run_rules(case, k, trace)
+    by_cause: dict[str, list[Finding]] = defaultdict(list)
+    for f in findings:
+        if f.cause in k.causes and f.cause != "unknown":
+            by_cause[f.cause].append(f)
+
+    counters = counter_evidence(case, trace)
+    scores: dict[str, float] = {}
+    for cause, fs in by_cause.items():
+        roots = [f for f in fs if f.role == "root"]
+        score = _support(roots) if roots else _support(fs) * 0.8
+        factor, _ = counters.get(cause, (1.0, ()))
+        scores[cause] = score * factor
+        trace.append(f"resolve: {cause} support {score:.2f} x counter {factor:.2f} = {scores[cause]:.2f}"
+                     f" ({'root-capable' if roots else 'symptoms only'})")
+
+    root_cause = _pick_root(by_cause, scores, trace)
+    if root_cause is None or scores[root_cause] < MIN_CONFIDENCE:
+        return _unknown(case, k, findings, scores, trace)
+
+    root_findings = sorted(by_cause[root_cause], key=lambda f: (f.role != "root", -f.confidence))
+    root = root_findings[0]
+    evidence = tuple(dict.fromkeys(r for f in root_findings for r in f.evidence))
+    root = Finding(**{**_as_dict(root), "evidence": evidence[:12], "confidence": round(scores[root_cause], 3)})
+    others = [f for f in findings if f.cause != root_cause]
+    symptoms = tuple(f for f in others if _after(f, root) or f.role == "symptom")
+    alternatives = tuple(sorted((f for f in others if f not in symptoms and f.cause in scores),
+                                key=lambda f: -scores.get(f.cause, 0)))
+    confidence = _confidence(root_cause, scores, k)
+    cause = k.causes[root_cause]
+    summary = f"{cause.title}: {root.summary}"
+    return Verdict(
+        category=Category(cause.category), cause=root_cause, confidence=confidence, summary=summary,
+        explanation=cause.explanation, root=root, symptoms=symptoms, alternatives=alternatives,
+        remediation=cause.remediation, next_steps=cause.next_steps,
+        counter=counters.get(root_cause, (1.0, ()))[1],
+        signature=signature_of(root_cause, cause.category, root, case), trace=tuple(trace))
+
+
+def _as_dict(f: Finding) -> dict:
+    return {name: getattr(f, name) for name in f.__dataclass_fields__}
+
+
+def _pick_root(by_cause, scores, trace) -> str | None:
+    """The best-supported cause, unless a close rival with a root-capable finding came first."""
+    if not scores:
+        return None
+    ranked = sorted(scores, key=lambda c: -scores[c])
+    best = ranked[0]
+    contenders = [c for c in ranked if scores[c] >= CLOSE_RACE * scores[best]
+                  and any(f.role == "root" for f in by_cause[c])]
+    timed = [(min(f.first_at for f in by_cause[c] if f.first_at), c) for c in contenders
+             if any(f.first_at for f in by_cause[c])]
+    if len(timed) == len(contenders) and len(timed) > 1:
+        first = min(timed)[1]
+        if first != best:
+            trace.append(f"resolve: {first} happened before {best} and is close in support: root is {first}")
+        return first
+    return best
+
+
+def _after(f: Finding, root: Finding) -> bool:
+    if f.first_at and root.first_at:
+        return f.first_at >= root.first_at
+    return False
+
+
+def _confidence(root: str, scores: dict[str, float], k: Knowledge) -> float:
+    """Support of the root, lowered by the strongest rival of another category."""
+    category = k.causes[root].category
+    rival = max((s for c, s in scores.items() if c != root and k.causes[c].category != category), default=0.0)
+    return round(min(0.97, scores[root] * (1 - 0.4 * rival)), 3)
+
+
+def _unknown(case: Case, k: Knowledge, findings: list[Finding], scores: dict[str, float],
+             trace: list[str]) -> Verdict:
+    u = k.causes["unknown"]
+    best = sorted(scores, key=lambda c: -scores[c])
+    collect = list(u.collect)
+    for c in best[:2]:
+        collect.extend(x for x in k.causes[c].collect if x not in collect)
+    kinds = {a.kind for a in case.artifacts}
+    summary = ("No evidence decides the cause" if not findings else
+               f"Evidence is too weak to decide (best guess: {best[0]}, {scores[best[0]]:.2f})" if best else
+               "Only consequences were found, no cause")
+    if not case.events and not case.stacks:
+        summary = "Nothing in the bundle could be read as a log" + (f" ({', '.join(sorted(kinds))})" if kinds else "")
+    trace.append(f"resolve: unknown ({summary})")
+    alternatives = tuple(sorted((f for f in findings if f.cause in scores), key=lambda f: -scores[f.cause]))
+    symptoms = tuple(f for f in findings if f.cause not in scores)
+    return Verdict(
+        category=Category.UNKNOWN, cause="unknown", confidence=0.0, summary=summary, explanation=u.explanation,
+        root=None, symptoms=symptoms, alternatives=alternatives, remediation=u.remediation,
+        next_steps=u.next_steps, counter=(), signature=signature_of("unknown", "unknown", None, case),
+        trace=tuple(trace), collect=tuple(collect))

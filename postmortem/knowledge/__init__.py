@@ -1,0 +1,189 @@
+"""The project's knowledge, kept as data: causes, the Xid catalog, message patterns.
+
+Loaded once with importlib.resources (works from a wheel), validated on load: a bad
+entry raises KnowledgeError naming the file and entry.  `--rules FILE` adds entries
+from a user file in the same format (see README.md here).
+"""
+from __future__ import annotations
+
+import functools
+import re
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+CATEGORIES = ("config", "comms", "hardware", "unknown")
+ROLES = ("root", "symptom", "context")
+SEVERITIES = ("debug", "info", "warning", "error", "fatal")
+
+
+class KnowledgeError(ValueError):
+    """A knowledge file has an entry that cannot be used."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    id: str
+    category: str
+    title: str
+    explanation: str
+    remediation: tuple[str, ...]
+    next_steps: tuple[str, ...]
+    collect: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class XidInfo:
+    code: int
+    name: str
+    meaning: str
+    cause: str          # a cause id, "app_fault", or "" (never a root)
+    weight: float
+    role: str
+    immediate: str
+    investigatory: str
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePattern:
+    id: str
+    keywords: tuple[str, ...]
+    regex: re.Pattern[str]
+    severity: str
+    cause: str
+    weight: float
+    role: str
+    sample: str
+    source: str
+    origin: str         # file the entry came from
+
+
+@dataclass(frozen=True, slots=True)
+class Knowledge:
+    causes: dict[str, Cause]
+    xids: dict[int, XidInfo]
+    messages: tuple[MessagePattern, ...]
+
+
+def _read_packaged(name: str) -> dict:
+    text = resources.files("postmortem.knowledge").joinpath(name).read_text(encoding="utf-8")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise KnowledgeError(f"{name}: {exc}") from exc
+
+
+def _need(entry: dict, key: str, where: str, kind=str):
+    if key not in entry:
+        raise KnowledgeError(f"{where}: missing field '{key}'")
+    value = entry[key]
+    if not isinstance(value, kind):
+        raise KnowledgeError(f"{where}: field '{key}' must be {kind.__name__}")
+    return value
+
+
+def parse_causes(data: dict, origin: str) -> dict[str, Cause]:
+    causes = {}
+    for cid, e in data.items():
+        where = f"{origin} [{cid}]"
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", cid):
+            raise KnowledgeError(f"{where}: cause ids are snake_case")
+        category = _need(e, "category", where)
+        if category not in CATEGORIES:
+            raise KnowledgeError(f"{where}: category must be one of {CATEGORIES}")
+        causes[cid] = Cause(
+            id=cid, category=category, title=_need(e, "title", where),
+            explanation=_need(e, "explanation", where),
+            remediation=tuple(_need(e, "remediation", where, list)),
+            next_steps=tuple(_need(e, "next_steps", where, list)),
+            collect=tuple(e.get("collect", [])), source=_need(e, "source", where))
+    return causes
+
+
+def parse_xids(data: dict, origin: str) -> dict[int, XidInfo]:
+    xids = {}
+    for code, e in data.items():
+        where = f"{origin} [{code}]"
+        if not code.isdigit():
+            raise KnowledgeError(f"{where}: Xid codes are numbers")
+        role = _need(e, "role", where)
+        if role not in ("root", "consequence", "context"):
+            raise KnowledgeError(f"{where}: role must be root, consequence or context")
+        xids[int(code)] = XidInfo(
+            code=int(code), name=_need(e, "name", where), meaning=_need(e, "meaning", where),
+            cause=_need(e, "cause", where), weight=float(_need(e, "weight", where, (int, float))),
+            role=role, immediate=e.get("immediate", ""), investigatory=e.get("investigatory", ""))
+    return xids
+
+
+def parse_messages(data: dict, origin: str) -> tuple[MessagePattern, ...]:
+    out = []
+    for i, e in enumerate(data.get("message", []), start=1):
+        where = f"{origin} message #{i} ({e.get('id', '?')})"
+        try:
+            regex = re.compile(_need(e, "pattern", where))
+        except re.error as exc:
+            raise KnowledgeError(f"{where}: pattern does not compile: {exc}") from exc
+        severity, role = _need(e, "severity", where), _need(e, "role", where)
+        if severity not in SEVERITIES:
+            raise KnowledgeError(f"{where}: severity must be one of {SEVERITIES}")
+        if role not in ROLES:
+            raise KnowledgeError(f"{where}: role must be one of {ROLES}")
+        keywords = tuple(_need(e, "keywords", where, list))
+        if not keywords:
+            raise KnowledgeError(f"{where}: at least one keyword is needed")
+        out.append(MessagePattern(
+            id=_need(e, "id", where), keywords=keywords, regex=regex, severity=severity,
+            cause=e.get("cause", ""), weight=float(e.get("weight", 0.0)), role=role,
+            sample=_need(e, "sample", where), source=_need(e, "source", where), origin=origin))
+    return tuple(out)
+
+
+def validate(k: Knowledge) -> None:
+    """Cross-file checks: every referenced cause exists, ids unique, samples match."""
+    seen: set[str] = set()
+    for m in k.messages:
+        if m.id in seen:
+            raise KnowledgeError(f"{m.origin}: message id '{m.id}' is defined twice")
+        seen.add(m.id)
+        if m.cause not in ("", "xid") and m.cause not in k.causes:
+            raise KnowledgeError(f"{m.origin}: message '{m.id}' names unknown cause '{m.cause}'")
+        if not any(kw in m.sample for kw in m.keywords) or not m.regex.search(m.sample):
+            raise KnowledgeError(f"{m.origin}: message '{m.id}' does not match its own sample")
+    for x in k.xids.values():
+        if x.cause not in ("", "app_fault") and x.cause not in k.causes:
+            raise KnowledgeError(f"xid.toml [{x.code}]: unknown cause '{x.cause}'")
+
+
+@functools.lru_cache(maxsize=None)
+def _builtin() -> Knowledge:
+    k = Knowledge(
+        causes=parse_causes(_read_packaged("causes.toml"), "causes.toml"),
+        xids=parse_xids(_read_packaged("xid.toml"), "xid.toml"),
+        messages=parse_messages(_read_packaged("messages.toml"), "messages.toml"),
+    )
+    validate(k)
+    return k
+
+
+def load(extra_rules: tuple[Path, ...] = ()) -> Knowledge:
+    """The built-in knowledge, extended by user rule files (same TOML layout: [causes.*],
+    [xid.*] and [[message]] tables in one file)."""
+    k = _builtin()
+    if not extra_rules:
+        return k
+    causes, xids, messages = dict(k.causes), dict(k.xids), list(k.messages)
+    for path in extra_rules:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise KnowledgeError(f"{path}: {exc}") from exc
+        causes.update(parse_causes(data.get("causes", {}), str(path)))
+        xids.update(parse_xids(data.get("xid", {}), str(path)))
+        # User patterns go first so they can override a built-in reading of a line.
+        messages[:0] = parse_messages(data, str(path))
+    merged = Knowledge(causes, xids, tuple(messages))
+    validate(merged)
+    return merged

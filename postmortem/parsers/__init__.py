@@ -1,0 +1,94 @@
+"""The parser registry and the line dispatcher.
+
+PARSERS is the one ordered list of text formats.  `parse_text` reads one text
+artifact line by line and splits it among them (see base.py for the protocol), so
+a file that mixes training stderr, NCCL lines, tracebacks and a faulthandler dump
+is read by the right parser line by line.  Message patterns from the knowledge
+files (messages.py) are matched on every line in addition, whoever claimed it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from postmortem import knowledge
+from postmortem.parsers import (
+    faulthandler,
+    gdb,
+    kernel,
+    launcher,
+    messages,
+    native,
+    nccl,
+    pytrace,
+    system,
+)
+from postmortem.parsers.base import Line, LineParser, Sink
+from postmortem.parsers.wrappers import clean, strip
+
+# Order matters only when two prefilters match the same line: the first to claim wins.
+PARSERS: tuple[type[LineParser], ...] = (
+    nccl.NcclParser,
+    kernel.KernelParser,
+    faulthandler.FaulthandlerParser,
+    gdb.GdbParser,
+    native.NativeStackParser,
+    launcher.LauncherParser,
+    pytrace.TracebackParser,
+    system.SystemParser,
+)
+
+
+@dataclass
+class TextResult:
+    sink: Sink
+    lines: int
+    unclaimed: int
+    parsers: tuple[str, ...]
+
+
+def parse_text(path: str, raw_lines: Iterable[str], host: str | None = None,
+               k: knowledge.Knowledge | None = None) -> TextResult:
+    """Read one text artifact; never raises on content."""
+    sink = Sink()
+    parsers = [cls(path, sink) for cls in PARSERS]
+    matcher = messages.MessageMatcher(path, sink, k)
+    used: set[str] = set()
+    n = unclaimed = 0
+    for n, raw in enumerate(raw_lines, start=1):
+        raw = clean(raw)
+        text, rank, wrapped_host, stamp = strip(raw)
+        line = Line(path, n, text, raw, wrapped_host or host, rank, stamp)
+        claimed_by = _offer(parsers, line, sink)
+        if claimed_by:
+            used.add(claimed_by)
+        elif any(p.wants(line) for p in parsers):
+            unclaimed += 1
+        if matcher.feed(line):
+            used.add(matcher.name)
+    for p in parsers:
+        _safely(sink, p, p.finish)
+    return TextResult(sink, n, unclaimed, tuple(sorted(used)))
+
+
+def _offer(parsers: list[LineParser], line: Line, sink: Sink) -> str | None:
+    for p in parsers:
+        if p.busy and _safely(sink, p, p.feed, line):
+            return p.name
+    for p in parsers:
+        if not p.busy and p.wants(line) and _safely(sink, p, p.feed, line):
+            return p.name
+    return None
+
+
+def _safely(sink: Sink, parser: LineParser, fn, *args) -> bool:
+    """A parser bug costs one line and a note, never the analysis."""
+    try:
+        return bool(fn(*args))
+    except Exception as exc:  # noqa: BLE001 - containment boundary
+        where = f"{args[0].path}:{args[0].no}" if args else parser.path
+        sink.problems.append(f"{parser.name} parser failed at {where}: {type(exc).__name__}: {exc}")
+        return False
+
+
+__all__ = ["PARSERS", "parse_text", "TextResult", "Line", "LineParser", "Sink"]

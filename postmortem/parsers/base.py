@@ -1,0 +1,107 @@
+"""What every parser shares: the numbered line, the sink, and the LineParser protocol.
+
+A text artifact is read once, line by line.  Launcher wrappers (`[rank3]:`, srun `11: `,
+CI timestamps, ...) are stripped first (see wrappers.py) and what they carried is kept
+on the Line.  Each line is then offered to the parsers:
+
+1. a parser that is inside a multi-line block (a faulthandler dump, a gdb backtrace,
+   a ChildFailedError table) sees the next line first, and may decline it, which ends
+   its block;
+2. otherwise every parser whose cheap `prefilter` regex matches the line gets to try
+   it, in registry order, until one claims it.
+
+Only lines passing a prefilter ever reach lark.  A line that passes some prefilter but
+that no parser claims is counted as `unclaimed` on its artifact.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from postmortem.model import Event, Fact, Ref, Severity, Stack, Stamp
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    path: str                 # artifact path inside the bundle
+    no: int                   # 1-based line number
+    text: str                 # the line with launcher wrappers, NULs and CR stripped
+    raw: str                  # the line as read (decoded), for citing
+    host: str | None = None   # from a wrapper (or the bundle's per-host folder)
+    rank: int | None = None   # from a wrapper such as `[rank3]:` or `[1,12]<stdout>:`
+    stamp: Stamp | None = None  # from a wrapper such as a CI timestamp
+
+    def ref(self) -> Ref:
+        return Ref(self.path, self.no, text=self.raw)
+
+
+@dataclass
+class Sink:
+    """Collects what the parsers of one artifact produce."""
+
+    events: list[Event] = field(default_factory=list)
+    stacks: list[Stack] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def event(self, line: Line, kind: str, severity: Severity = Severity.INFO, *,
+              stamp: Stamp | None = None, host: str | None = None, pid: int | None = None,
+              tid: int | None = None, rank: int | None = None, text: str | None = None,
+              data: dict | None = None, **more) -> Event:
+        """Record an event at `line`; wrapper-carried host/rank/stamp fill the gaps."""
+        ev = Event(
+            kind=kind,
+            text=line.text if text is None else text,
+            ref=line.ref(),
+            severity=severity,
+            stamp=stamp if stamp is not None else line.stamp,
+            host=host if host is not None else line.host,
+            pid=pid,
+            tid=tid,
+            rank=rank if rank is not None else line.rank,
+            data={**(data or {}), **more},
+        )
+        self.events.append(ev)
+        return ev
+
+    def fact(self, line: Line, name: str, value, unit: str = "", text: str = "",
+             host: str | None = None) -> Fact:
+        f = Fact(name=name, value=value, ref=line.ref(), unit=unit,
+                 host=host if host is not None else line.host, text=text)
+        self.facts.append(f)
+        return f
+
+    def stack(self, stack: Stack) -> None:
+        self.stacks.append(stack)
+
+
+class LineParser:
+    """One input format.  Subclasses set `name` and `prefilter` and implement `feed`.
+
+    A parser instance lives for one artifact.  `feed` returns True when it claimed the
+    line.  `busy` is True while the parser is inside a block and wants to see the next
+    line before anyone else.  `finish` flushes an open block at end of file.  A parser
+    never raises on bad input: the dispatcher turns an exception into a problem note
+    and carries on, but a parser should not rely on that.
+    """
+
+    name: ClassVar[str] = "base"
+    prefilter: ClassVar[re.Pattern[str] | None] = None
+
+    def __init__(self, path: str, sink: Sink) -> None:
+        self.path = path
+        self.sink = sink
+
+    @property
+    def busy(self) -> bool:
+        return False
+
+    def wants(self, line: Line) -> bool:
+        return self.prefilter is not None and self.prefilter.search(line.text) is not None
+
+    def feed(self, line: Line) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        return None

@@ -1,0 +1,42 @@
+"""Known messages, matched on every line whoever claimed it.
+
+The patterns live in knowledge/messages.toml (with a real sample line each).  A keyword
+prefilter built from all entries keeps this cheap: only lines containing one of the
+keywords are tried against the regexes, in file order, first match wins.
+"""
+from __future__ import annotations
+
+import re
+
+from postmortem import knowledge
+from postmortem.model import Severity
+from postmortem.parsers.base import Line, Sink
+
+
+class MessageMatcher:
+    name = "messages"
+    _compiled: dict[int, tuple[re.Pattern[str], tuple]] = {}
+
+    def __init__(self, path: str, sink: Sink, k: knowledge.Knowledge | None = None) -> None:
+        self.path, self.sink = path, sink
+        self.k = k or knowledge.load()
+        key = id(self.k.messages)
+        if key not in self._compiled:
+            words = sorted({kw for m in self.k.messages for kw in m.keywords}, key=len, reverse=True)
+            self._compiled[key] = (re.compile("|".join(map(re.escape, words))), self.k.messages)
+        self.prefilter, self.patterns = self._compiled[key]
+
+    def feed(self, line: Line) -> bool:
+        text = line.text
+        if not self.prefilter.search(text):
+            return False
+        for m in self.patterns:
+            if not any(kw in text for kw in m.keywords):
+                continue
+            hit = m.regex.search(text)
+            if hit:
+                data = {k: v for k, v in hit.groupdict().items() if v is not None}
+                who = {k: int(data.pop(k)) for k in ("pid", "tid", "rank") if k in data}
+                self.sink.event(line, f"msg.{m.id}", Severity(m.severity), data={"id": m.id, **data}, **who)
+                return True
+        return False

@@ -1,0 +1,491 @@
+"""Parser for NCCL_DEBUG output, every release from 2.4 to 2.30.7 (formats.md §1).
+
+A line is `[ts] host:pid:tid [dev] NCCL INFO msg` with every part before the level
+optional (timestamps from 2.26, host-stripped pastes, `NCCL CALL` lines without
+`[dev]`); WARN lines carry `file:line` and, from 2.30.7, `(func)`; very old builds
+print `file:line WARN` without the NCCL token.  The prefix is cut by one regex.  The
+message is then classified:
+
+* `file:line -> rc` lines are an error unwinding the stack; the lines of one
+  host:pid:tid are merged into one `nccl.error_chain` event (emitted when the chain
+  ends), carrying the WARN that started it when that came just before on the tid;
+* `Channel 00/0 : 0[0] -> 1[1] via P2P/IPC` lines become `nccl.transport`;
+* a few structured messages (Init, network, version) go through grammars/nccl.lark;
+* anything else is a plain `nccl.info` (or `nccl.warn`, `nccl.trace`).
+
+Chain and channel lines dominate big INFO bundles, so they have regex fast paths;
+tests check those agree with the grammar on every fixture line.  Bare lines printed
+without a prefix (`NCCL version 2.7.8+cuda10.2`, nccl-tests' `NCCL failure ...` and
+its `#  Rank  0 Pid ...` device table) go through the grammar too.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from lark import Transformer, v_args
+from lark.exceptions import LarkError
+
+from postmortem import grammar
+from postmortem.model import ClockKind, Event, Severity, Stamp
+from postmortem.parsers.base import Line, LineParser
+
+# ncclResult_t: value -> (name, ncclGetErrorString text before 2.18; later texts only append a hint).
+NCCL_RESULTS: dict[int, tuple[str, str]] = {
+    0: ("ncclSuccess", "no error"),
+    1: ("ncclUnhandledCudaError", "unhandled cuda error"),
+    2: ("ncclSystemError", "unhandled system error"),
+    3: ("ncclInternalError", "internal error"),
+    4: ("ncclInvalidArgument", "invalid argument"),
+    5: ("ncclInvalidUsage", "invalid usage"),
+    6: ("ncclRemoteError", "remote process exited or there was a network error"),
+    7: ("ncclInProgress", "NCCL operation in progress"),
+    8: ("ncclTimeout", "timeout"),
+}
+# Texts specific enough to name a result wherever they appear in a message.  "timeout",
+# "no error" and "invalid argument" (also a CUDA error string) only count when they are
+# the whole quoted error, see result_name().
+_RESULT_PHRASES: tuple[tuple[str, str], ...] = tuple(sorted(
+    ((text, name) for name, text in NCCL_RESULTS.values()
+     if text not in ("no error", "timeout", "invalid argument")),
+    key=lambda pair: -len(pair[0])))
+_RESULT_BY_TEXT = {text: name for name, text in NCCL_RESULTS.values()}
+_RESULT_BY_NAME = {name: name for name, _ in NCCL_RESULTS.values()}
+
+# Lines that can be NCCL output: the level token, the old `file:line WARN` form, the
+# bare version banner and the two nccl-tests shapes.
+PREFILTER = re.compile(
+    r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT|version \d|failure )|\.\w+:\d+ WARN |^#\s+Rank\s+\d")
+
+# The prefix (formats.md §1.2).  `ts` must hold a non-digit so `[0] NCCL INFO` (a
+# host-stripped paste) reads as a device, not a timestamp.
+_HEADER = re.compile(
+    r"(?:\[(?P<ts>[^\]]*[^\]\d\s-][^\]]*)\]\s?)?"
+    r"(?:(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+)\s)?"
+    r"(?:\[(?P<dev>-?\d+)\]\s)?"
+    r"(?:(?P<ms>\d+\.\d+)\s(?P<tfunc>\S+):(?P<tline>\d+)\s(?=NCCL\sTRACE)"
+    r"|(?P<file>[^\s:]+):(?P<line>\d+)(?:\s\((?P<func>[^)]*)\))?\s(?=(?:NCCL\s)?WARN\s))?"
+    r"(?:NCCL\s(?P<level>INFO|WARN|TRACE|CALL|ABORT)|(?P<legacy>WARN|INFO))(?:\s(?P<msg>.*))?$")
+
+# Fast paths for the two commonest message shapes (grammar rules `chain` and `channel`).
+_CHAIN = re.compile(
+    r"(?P<file>[\w.\/+-]+\.[A-Za-z]+):(?P<line>\d+)(?: \((?P<func>[^()\s]+)\))? -> (?P<rc>\d+)"
+    r"(?: \[(?P<thread>[A-Za-z][^\]]*)\])?\s*$")
+_CHANNEL = re.compile(
+    r"Channel (?P<channel>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+)\[(?P<srcbus>[0-9a-fA-Fx:.]+)\] -> "
+    r"(?P<dst>\d+)\[(?P<dstbus>[0-9a-fA-Fx:.]+)\](?: \[(?P<dir>send|receive)\])? via (?P<via>\S.*)")
+
+_RING = re.compile(r"Channel (?P<channel>\d+)(?:/\d+)? :(?P<ranks>(?: +\d+)*)\s*$")
+# Messages worth the grammar (everything else is a plain nccl.info): Init lines, network
+# selection, the version banner.  Cheap to test, so the grammar sees only these.
+_GRAMMAR_WORTHY = re.compile(
+    r"(?:\[Rank \d+\] )?(?:nccl\w+ )?comm 0x[0-9a-fA-F]+ rank \d+ nranks "
+    r"|Using network |(?:NET/(?!Plugin)[\w-]+|Bootstrap) ?: ?Using |NCCL version ")
+_ABORT = re.compile(r"\bAbort\b")
+_COMM = re.compile(r"\bcomm (0x[0-9a-fA-F]+)")
+_NET_DEVICE = re.compile(r"\[\d+\](\S+)")
+_STAMP_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S")
+
+
+def result_name(text: str) -> str | None:
+    """The ncclResult_t name an error text stands for (`unhandled system error` -> ncclSystemError)."""
+    bare = text.strip().strip("'").split(" (run with", 1)[0].split(" - please report", 1)[0].strip()
+    if bare in _RESULT_BY_TEXT:
+        return _RESULT_BY_TEXT[bare]
+    for phrase, name in _RESULT_PHRASES:
+        if phrase in text:
+            return name
+    for name in _RESULT_BY_NAME:
+        if name in text:
+            return name
+    return None
+
+
+def rc_name(rc: int) -> str:
+    return NCCL_RESULTS.get(rc, ("unknown result code",))[0]
+
+
+@v_args(inline=True)
+class _ToDict(Transformer):
+    """grammars/nccl.lark trees -> (shape, dict) with plain Python values."""
+
+    def start(self, item):
+        return item
+
+    def init(self, *parts):
+        data: dict = {}
+        ints = []
+        for p in parts:
+            if isinstance(p, tuple):
+                data[p[0]] = p[1]
+            elif p.type == "API":
+                data["api"] = str(p)
+            elif p.type == "HEX":
+                data["comm"] = str(p)
+            elif p.type == "INT":
+                ints.append(int(p))
+            elif p.type == "PHASE":
+                data["phase"] = str(p)
+        data["rank"], data["nranks"], data["cudaDev"] = ints
+        return "init", data
+
+    def rank_tag(self, n):
+        return ("rank_tag", int(n))
+
+    def nvml_dev(self, n):
+        return ("nvmlDev", int(n))
+
+    def bus_id(self, b):
+        return ("busId", str(b))
+
+    def comm_id(self, h):
+        return ("commId", str(h))
+
+    def split_field(self, name, value):
+        return (str(name), str(value))
+
+    def channel(self, channel, *rest):
+        conn = None
+        if isinstance(rest[0], tuple):
+            conn, rest = rest[0][1], rest[1:]
+        src, srcbus, dst, dstbus = rest[:4]
+        direction = rest[4][1] if len(rest) == 6 else None
+        return "channel", _channel_data(channel, conn, src, srcbus, dst, dstbus, direction, str(rest[-1]))
+
+    def conn_index(self, n):
+        return ("conn", str(n))
+
+    def direction(self, d):
+        return ("direction", str(d))
+
+    def ring(self, channel, *rest):
+        ranks = [int(t) for t in rest if not isinstance(t, tuple)]
+        return "ring", {"channel": int(channel), "ring": ranks}
+
+    def chain(self, file, line, *rest):
+        func = thread = None
+        rc = None
+        for p in rest:
+            if isinstance(p, tuple):
+                if p[0] == "func":
+                    func = p[1]
+                else:
+                    thread = p[1]
+            else:
+                rc = int(p)
+        return "chain", {"file": str(file), "line": int(line), "func": func, "rc": rc, "thread": thread}
+
+    def func(self, name):
+        return ("func", str(name))
+
+    def thread(self, name):
+        return ("thread", str(name).strip())
+
+    def version(self, version, cuda=None):
+        return "version", {"version": str(version), "cuda": cuda}
+
+    def cuda(self, v):
+        return str(v)
+
+    def using_network(self, rest):
+        return "network", {"network": str(rest).strip(), "devices": []}
+
+    def net_using(self, name, rest):
+        name = str(name)
+        if name == "NET/Plugin":  # `NET/Plugin: Using internal network plugin.` names no network
+            raise ValueError("not a network selection")
+        network = name.split("/", 1)[1] if name.startswith("NET/") else name
+        return "network", {"network": network, "devices": _NET_DEVICE.findall(str(rest)) or [str(rest).strip()]}
+
+    def test_failure(self, lib, file, line, quoted):
+        msg = str(quoted)[1:-1]
+        return "test_failure", {"lib": lib, "file": str(file), "line": int(line), "msg": msg}
+
+    def failed_lib(self, tok):
+        return str(tok)
+
+    def device_row(self, rank, *rest):
+        if isinstance(rest[0], tuple):
+            rest = rest[1:]
+        pid, host, device, bus, name = rest
+        return "device_row", {"rank": int(rank), "pid": int(pid), "host": str(host), "device": int(device),
+                              "bus": str(bus), "name": str(name).strip()}
+
+    def group(self, n):
+        return ("group", int(n))
+
+
+def _channel_data(channel, conn, src, srcbus, dst, dstbus, direction, via) -> dict:
+    via = via.strip()
+    transport = via.split("/", 2)
+    # `P2P/IPC/read` -> P2P/IPC ; `NET/IB/0/GDRDMA` -> NET/IB ; `direct shared memory` (2.7) -> SHM
+    name = "SHM" if via.startswith("direct shared") else "/".join(transport[:2])
+    return {"channel": int(channel), "conn": None if conn is None else int(conn), "peer": int(dst),
+            "src": int(src), "src_bus": str(srcbus), "peer_bus": str(dstbus),
+            "direction": direction, "via": via, "transport": name}
+
+
+_TRANSFORMER = _ToDict()
+
+
+def parse_message(text: str) -> tuple[str, dict] | None:
+    """Parse a structured NCCL message with grammars/nccl.lark; None when it is not one."""
+    parsed = _parse_cached(text)
+    return None if parsed is None else (parsed[0], dict(parsed[1]))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(text: str) -> tuple[str, dict] | None:
+    # Every rank prints the same `Using network IB`, `NCCL version ...`: parse each text once.
+    try:
+        return grammar.load("nccl", transformer=_TRANSFORMER).parse(text)
+    except LarkError:
+        return None
+    except Exception:  # noqa: BLE001 - a transformer surprise costs one line, never the file
+        return None
+
+
+def fast_chain(msg: str) -> dict | None:
+    m = _CHAIN.match(msg)
+    if not m:
+        return None
+    return {"file": m["file"], "line": int(m["line"]), "func": m["func"], "rc": int(m["rc"]),
+            "thread": m["thread"].strip() if m["thread"] else None}
+
+
+def fast_channel(msg: str) -> dict | None:
+    m = _CHANNEL.match(msg)
+    if not m:
+        return None
+    return _channel_data(m["channel"], m["conn"], m["src"], m["srcbus"], m["dst"], m["dstbus"],
+                         m["dir"], m["via"].rstrip())
+
+
+def fast_ring(msg: str) -> dict | None:
+    m = _RING.match(msg)
+    if not m:
+        return None
+    return {"channel": int(m["channel"]), "ring": [int(r) for r in m["ranks"].split()]}
+
+
+def _stamp(ts: str | None) -> Stamp | None:
+    """The 2.26+ strftime prefix (default `%F %T`, local time, no zone)."""
+    if not ts:
+        return None
+    ts = ts.strip()
+    for fmt in _STAMP_FORMATS:
+        try:
+            wall = datetime.strptime(ts, fmt)
+        except ValueError:
+            continue
+        frac = ts.rpartition(".")[2] if "." in ts else ""
+        return Stamp(ClockKind.WALL_LOCAL, wall=wall, resolution_s=10.0 ** -len(frac) if frac else 1.0)
+    return None
+
+
+def emit(sink, line: Line, kind: str, severity: Severity, *, stamp: Stamp | None = None,
+         host: str | None = None, pid: int | None = None, tid: int | None = None,
+         rank: int | None = None, text: str | None = None, data: dict) -> Event:
+    """Sink.event, but `data` is a dict so it may hold keys named `line` and `rank`."""
+    ev = Event(kind=kind, text=line.text if text is None else text, ref=line.ref(), severity=severity,
+               stamp=stamp if stamp is not None else line.stamp, host=host if host is not None else line.host,
+               pid=pid, tid=tid, rank=rank if rank is not None else line.rank, data=data)
+    sink.events.append(ev)
+    return ev
+
+
+@dataclass
+class _Chain:
+    """An error return code unwinding on one thread: `file:line -> rc` lines."""
+
+    first: Line
+    rc: int
+    where: dict
+    links: list[str] = field(default_factory=list)
+    funcs: list[str] = field(default_factory=list)
+    thread: str | None = None
+    origin: dict | None = None
+    stamp: Stamp | None = None
+
+
+class NcclParser(LineParser):
+    name = "nccl"
+    prefilter = PREFILTER
+
+    def __init__(self, path, sink) -> None:
+        super().__init__(path, sink)
+        self._chains: dict[tuple, _Chain] = {}
+        self._last_warn: dict[tuple, dict] = {}  # per thread: the WARN when it is the thread's latest line
+        self._connections: dict[tuple, list[int]] = {}
+        self._rings: set[tuple] = set()
+
+    def feed(self, line: Line) -> bool:
+        m = _HEADER.match(line.text)
+        if m is None:
+            return self._bare(line)
+        if m["legacy"] and not m["host"]:
+            return False  # `INFO ...` / `WARN ...` with no NCCL token is only NCCL behind a host prefix
+        level = m["level"] or m["legacy"]
+        msg = m["msg"] or ""
+        host = m["host"] or line.host
+        key = (host, m["pid"], m["tid"])
+        where = {"host": host, "pid": int(m["pid"]) if m["pid"] else None,
+                 "tid": int(m["tid"]) if m["tid"] else None,
+                 "stamp": _stamp(m["ts"]) or line.stamp}
+        dev = int(m["dev"]) if m["dev"] else None
+        if level == "WARN":
+            self._end_chain(key)
+            self._warn(line, m, msg, where, dev, key)
+            return True
+        if level == "INFO":
+            chain = fast_chain(msg)
+            if chain is not None:
+                self._link(line, key, chain, where)
+                return True
+        self._end_chain(key)
+        self._last_warn.pop(key, None)
+        if level == "INFO":
+            self._info(line, msg, where, dev)
+        elif level == "TRACE" or level == "CALL":
+            ms = float(m["ms"]) if m["ms"] else None
+            stamp = where["stamp"]
+            if stamp is None and ms is not None:
+                stamp = Stamp(ClockKind.RELATIVE, seconds=ms / 1000.0, resolution_s=1e-6)
+            self.sink.event(line, "nccl.trace", Severity.DEBUG, stamp=stamp, host=where["host"],
+                            pid=where["pid"], tid=where["tid"], ms=ms, func=m["tfunc"], level=level,
+                            msg=msg, dev=dev)
+        else:  # ABORT has no format of its own; keep it as a plain line
+            self.sink.event(line, "nccl.info", Severity.INFO, **where, level=level, msg=msg, dev=dev)
+        return True
+
+    def finish(self) -> None:
+        for key in list(self._chains):
+            self._end_chain(key)
+
+    # -- one message kind each ---------------------------------------------------------
+
+    def _info(self, line: Line, msg: str, where: dict, dev: int | None) -> None:
+        if msg.startswith("Channel "):
+            channel = fast_channel(msg)
+            if channel is not None:
+                self._transport(line, channel, where, dev)
+                return
+            ring = fast_ring(msg)
+            if ring is not None:
+                self._ring(line, ring, where, dev, msg)
+                return
+        parsed = parse_message(msg) if _GRAMMAR_WORTHY.match(msg) else None
+        if parsed is None:
+            abort = _ABORT.search(msg)
+            if abort:
+                comm = _COMM.search(msg)
+                self.sink.event(line, "nccl.abort", Severity.ERROR, **where, dev=dev,
+                                comm=comm.group(1) if comm else None, msg=msg)
+            else:
+                self.sink.event(line, "nccl.info", Severity.INFO, **where, msg=msg, dev=dev)
+            return
+        shape, data = parsed
+        if shape == "init":
+            # the communicator rank goes to Event.rank (Sink.event takes `rank` as a field)
+            data.pop("rank_tag", None)
+            emit(self.sink, line, "nccl.init", Severity.INFO, **where, rank=data["rank"], data={**data, "dev": dev})
+        elif shape == "network":
+            self.sink.event(line, "nccl.network", Severity.INFO, **where, dev=dev, **data)
+        elif shape == "version":
+            self._version(line, data, where)
+        elif shape == "channel":  # the fast path missed an odd spacing
+            self._transport(line, data, where, dev)
+        else:
+            self.sink.event(line, "nccl.info", Severity.INFO, **where, msg=msg, dev=dev)
+
+    def _transport(self, line: Line, channel: dict, where: dict, dev: int | None) -> None:
+        """One event per distinct connection of a process; its `channels` list grows.
+
+        A rank prints one line per channel (24-32 of them) per peer and communicator:
+        these lines are most of a big INFO bundle and say the same thing, so the
+        repeats are claimed without an event of their own.
+        """
+        key = (where["host"], where["pid"], channel["src"], channel["peer"], channel["via"], channel["direction"])
+        seen = self._connections.get(key)
+        if seen is not None:
+            seen.append(channel["channel"])
+            return
+        channels = self._connections[key] = [channel["channel"]]
+        self.sink.event(line, "nccl.transport", Severity.INFO, **where, dev=dev, channels=channels, **channel)
+
+    def _ring(self, line: Line, ring: dict, where: dict, dev: int | None, msg: str) -> None:
+        """Ring topology (rank 0 prints one line per channel): keep the first of each process."""
+        key = (where["host"], where["pid"])
+        if key in self._rings:
+            return
+        self._rings.add(key)
+        self.sink.event(line, "nccl.info", Severity.INFO, **where, msg=msg, dev=dev, **ring)
+
+    def _warn(self, line: Line, m: re.Match, msg: str, where: dict, dev: int | None, key: tuple) -> None:
+        data = {"msg": msg, "file": m["file"], "line": int(m["line"]) if m["line"] else None,
+                "func": m["func"], "result": result_name(msg) if not msg.startswith("Cuda failure") else None,
+                "dev": dev}
+        if msg.startswith("Cuda failure"):
+            data["cuda_error"] = msg.split("'", 2)[1] if msg.count("'") >= 2 else msg
+        emit(self.sink, line, "nccl.warn", Severity.WARNING, **where, data=data)
+        self._last_warn[key] = data
+
+    def _version(self, line: Line, data: dict, where: dict) -> None:
+        text = data["version"] + (f"+cuda{data['cuda']}" if data["cuda"] else "")
+        self.sink.event(line, "nccl.version", Severity.INFO, **where, **data)
+        self.sink.fact(line, "nccl.version", data["version"], text=text, host=where["host"])
+
+    def _bare(self, line: Line) -> bool:
+        """Lines printed without the NCCL prefix: version banner, nccl-tests output."""
+        text = line.text.strip()
+        if not text.startswith(("NCCL version", "NCCL failure", "Test NCCL failure", "Cuda failure",
+                                "CUDA failure", "#")):
+            return False
+        parsed = parse_message(text)
+        if parsed is None:
+            return False
+        shape, data = parsed
+        where = {"host": line.host, "pid": None, "tid": None, "stamp": line.stamp}
+        if shape == "version":
+            self._version(line, data, where)
+        elif shape == "test_failure":
+            emit(self.sink, line, "nccl.test_failure", Severity.ERROR, **where,
+                 data={**data, "result": result_name(data["msg"])})
+        elif shape == "device_row":
+            emit(self.sink, line, "nccl.test_device", Severity.INFO,
+                 **{**where, "host": data["host"], "pid": data["pid"]}, rank=data["rank"], data=data)
+        else:
+            return False
+        return True
+
+    # -- error chains --------------------------------------------------------------------
+
+    def _link(self, line: Line, key: tuple, link: dict, where: dict) -> None:
+        chain = self._chains.get(key)
+        if chain is not None and chain.rc != link["rc"]:
+            self._end_chain(key)  # a different code is a different error
+            chain = None
+        if chain is None:
+            chain = self._chains[key] = _Chain(first=line, rc=link["rc"], where=where,
+                                               origin=self._last_warn.pop(key, None))
+        chain.links.append(f"{link['file']}:{link['line']}")
+        if link["func"]:
+            chain.funcs.append(link["func"])
+        if link["thread"]:
+            chain.thread = link["thread"]
+            self._end_chain(key)  # the thread suffix marks the top of the unwinding
+
+    def _end_chain(self, key: tuple) -> None:
+        chain = self._chains.pop(key, None)
+        if chain is None:
+            return
+        origin = chain.origin
+        data = {"rc": chain.rc, "result": rc_name(chain.rc), "chain": chain.links, "thread": chain.thread,
+                "origin": f"{origin['file']}:{origin['line']}" if origin and origin["file"] else None,
+                "origin_msg": origin["msg"] if origin else None}
+        if chain.funcs:
+            data["funcs"] = chain.funcs
+        text = f"NCCL error {chain.rc} ({data['result']}) via {' <- '.join(reversed(chain.links))}"
+        self.sink.event(chain.first, "nccl.error_chain", Severity.ERROR, text=text, **chain.where, **data)

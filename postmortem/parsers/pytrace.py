@@ -1,0 +1,233 @@
+"""Python tracebacks: one Stack per traceback (frames innermost first) and a
+`py.exception` event for its final `Type: message` line.
+
+Handles chained tracebacks (`The above exception was the direct cause ...`,
+`During handling of the above exception ...`), source and 3.11+ caret lines,
+`[Previous line repeated N more times]`, multi-line messages, and torch's DataLoader
+re-raise (`Caught RuntimeError in DataLoader worker process 0.` then an
+`Original Traceback (most recent call last):` inside the message).  Ranks writing to
+one log interleave: a traceback is kept open per launcher rank.  Pastes often start
+mid-way, so frames or a final exception line alone are taken too; a `Word: text` line
+counts as an exception only when the word names one (see `is_exception_name`).
+Lines are parsed by grammars/pytrace.lark (see docs/formats.d/pytrace.md).
+"""
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import re
+from dataclasses import dataclass, field
+
+from lark import Transformer, v_args
+from lark.exceptions import LarkError
+
+from postmortem import grammar
+from postmortem.model import Frame, Severity, Stack
+from postmortem.parsers import faulthandler, gdb, native
+from postmortem.parsers.base import Line, LineParser
+
+# `Name: text` is an exception when its last dotted part is a builtin exception or
+# ends in one of these (and has a capitalised stem: `ValueError`, not `Error`/`ERROR`).
+EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning", "Interrupt", "Exit", "Failure")
+BUILTIN_EXCEPTIONS = frozenset(
+    name for name, obj in vars(builtins).items()
+    if isinstance(obj, type) and issubclass(obj, BaseException))
+_SUFFIXED = re.compile(r"[A-Z]\w*(?:%s)" % "|".join(EXCEPTION_SUFFIXES))
+
+_EXC_LINE = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:%s)(?::|$)" % "|".join(EXCEPTION_SUFFIXES)
+PREFILTER = re.compile(
+    r"^\s*(?:(?:Original )?Traceback \(most recent call last\):"
+    r"|File \".+\", line \d+(?:, in |$)"
+    r"|The above exception was the direct cause|During handling of the above exception"
+    r"|" + _EXC_LINE
+    + r"|(?:%s)(?::|$))" % "|".join(sorted(n for n in BUILTIN_EXCEPTIONS if not _SUFFIXED.fullmatch(n))))
+
+# A message continues on the next lines, unless that line starts something else.
+MAX_MESSAGE_LINES = 8
+_OTHER_RECORD = re.compile(
+    r"^(?:\[|\d{4}-\d\d-\d\d|[IWEFCV]\d{4} |(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)[:\s]"
+    r"|\S+:\d+:\d+ \[\d+\] NCCL |W\d|E\d)")
+_OTHER_PARSERS = (faulthandler.PREFILTER, gdb.PREFILTER, native.PREFILTER)
+
+
+def is_exception_name(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1]
+    return last in BUILTIN_EXCEPTIONS or _SUFFIXED.fullmatch(last) is not None
+
+
+@v_args(inline=True)
+class _ToTuples(Transformer):
+    def start(self, item):
+        return item
+
+    def header(self, *words):
+        return ("header", len(words) == 2)  # True for torch's `Original Traceback`
+
+    def frame(self, _file, path, lineno, function=None):
+        return ("frame", Frame(function=str(function) if function is not None else None,
+                               file=str(path), line=int(lineno), language="python"))
+
+    def chain(self, marker):
+        return ("chain", "cause" if marker.type == "CAUSE" else "context")
+
+    def repeated(self, _word, count):
+        return ("repeated", int(count))
+
+    def exception(self, name, text=None):
+        return ("exception", (str(name), str(text).strip() if text is not None else ""))
+
+
+_TRANSFORMER = _ToTuples()
+
+
+@dataclass
+class _Traceback:
+    line: Line                    # header (or first line seen of a headerless paste)
+    original: bool = False        # torch's `Original Traceback` (the worker's)
+    chained: str | None = None    # cause | context: how it links to the previous one
+    frames: list[Frame] = field(default_factory=list)
+    expect_source: bool = False   # the line after a frame is its source line
+
+
+@dataclass
+class _Context:
+    """Per launcher rank: the traceback being read, or the message being collected."""
+
+    tb: _Traceback | None = None
+    chained: str | None = None    # a chain marker seen, for the next traceback
+    message_index: int | None = None  # py.exception whose message may continue
+    message_lines: list[str] = field(default_factory=list)
+
+
+class TracebackParser(LineParser):
+    name = "pytrace"
+    prefilter = PREFILTER
+
+    def __init__(self, path, sink) -> None:
+        super().__init__(path, sink)
+        self._contexts: dict[int | None, _Context] = {}
+
+    @property
+    def busy(self) -> bool:
+        return any(c.tb is not None or c.message_index is not None or c.chained
+                   for c in self._contexts.values())
+
+    def feed(self, line: Line) -> bool:
+        ctx = self._contexts.setdefault(line.rank, _Context())
+        stripped = line.text.strip()
+        item = self._parse(stripped) if stripped else None
+        if item is not None and item[0] == "exception" and not is_exception_name(item[1][0]):
+            item = None
+        if item is None:
+            return self._other_line(line, ctx, stripped)
+        self._end_message(ctx)
+        kind, value = item
+        return getattr(self, f"_on_{kind}")(line, ctx, value)
+
+    def finish(self) -> None:
+        for ctx in self._contexts.values():
+            self._end_message(ctx)
+            self._end_traceback(ctx, title="")
+
+    def _parse(self, text: str):
+        try:
+            return grammar.load("pytrace", transformer=_TRANSFORMER).parse(text)
+        except LarkError:
+            return None
+
+    # -- one method per line kind ------------------------------------------------
+
+    def _on_header(self, line: Line, ctx: _Context, original: bool) -> bool:
+        self._end_traceback(ctx, title="")  # an unfinished one (interleaved, cut)
+        ctx.tb = _Traceback(line, original=original, chained=ctx.chained)
+        ctx.chained = None
+        return True
+
+    def _on_frame(self, line: Line, ctx: _Context, frame: Frame) -> bool:
+        if ctx.tb is None:
+            ctx.tb = _Traceback(line)  # a paste that starts mid-way
+        ctx.tb.frames.append(frame)
+        ctx.tb.expect_source = True
+        return True
+
+    def _on_chain(self, line: Line, ctx: _Context, how: str) -> bool:
+        self._end_traceback(ctx, title="")
+        ctx.chained = how
+        return True
+
+    def _on_repeated(self, line: Line, ctx: _Context, count: int) -> bool:
+        if ctx.tb is None or not ctx.tb.frames:
+            return False
+        last = ctx.tb.frames[-1]
+        ctx.tb.frames[-1] = dataclasses.replace(last, note=f"repeated {count} more times")
+        return True
+
+    def _on_exception(self, line: Line, ctx: _Context, exc) -> bool:
+        name, message = exc
+        data = {"type": name, "message": message}
+        tb = ctx.tb
+        if tb is not None:
+            data["frames"] = len(tb.frames)
+            if tb.original:
+                data["original"] = True
+            if tb.chained:
+                data["chained"] = tb.chained
+        self.sink.event(line, "py.exception", Severity.ERROR, **data)
+        self._end_traceback(ctx, title=f"{name}: {message}" if message else name)
+        ctx.message_index = len(self.sink.events) - 1
+        ctx.message_lines = []
+        return True
+
+    # -- lines that are no traceback line --------------------------------------------
+
+    def _other_line(self, line: Line, ctx: _Context, stripped: str) -> bool:
+        if ctx.tb is not None and stripped and self._inside_traceback(line, ctx.tb, stripped):
+            return True
+        if ctx.message_index is not None and self._continues_message(ctx, stripped):
+            return True
+        if not stripped and ctx.chained:
+            return True  # the blank lines around a chain marker
+        self._end_message(ctx)
+        if ctx.tb is not None:
+            self._end_traceback(ctx, title="")
+        return False
+
+    def _inside_traceback(self, line: Line, tb: _Traceback, stripped: str) -> bool:
+        """Source lines, carets, and a paste's flattened source line after a frame."""
+        if any(p.match(line.text) for p in _OTHER_PARSERS):
+            return False
+        if line.text[:1].isspace() or tb.expect_source:
+            tb.expect_source = False
+            return True
+        return False
+
+    def _continues_message(self, ctx: _Context, stripped: str) -> bool:
+        if not stripped or len(ctx.message_lines) >= MAX_MESSAGE_LINES:
+            return False
+        if _OTHER_RECORD.match(stripped) or any(p.match(stripped) for p in _OTHER_PARSERS):
+            return False
+        ctx.message_lines.append(stripped)
+        return True
+
+    def _end_message(self, ctx: _Context) -> None:
+        index, lines = ctx.message_index, ctx.message_lines
+        ctx.message_index, ctx.message_lines = None, []
+        if index is None or not lines:
+            return
+        ev = self.sink.events[index]
+        self.sink.events[index] = dataclasses.replace(ev, data=dict(ev.data, continuation="\n".join(lines)))
+
+    def _end_traceback(self, ctx: _Context, title: str) -> None:
+        tb, ctx.tb = ctx.tb, None
+        if tb is None or not tb.frames:
+            return
+        data = {}
+        if tb.original:
+            data["original"] = True
+        if tb.chained:
+            data["chained"] = tb.chained
+        if not title:
+            data["unfinished"] = True
+        self.sink.stack(Stack(
+            frames=tuple(reversed(tb.frames)), origin="traceback", ref=tb.line.ref(),
+            host=tb.line.host, rank=tb.line.rank, title=title, data=data))

@@ -1,0 +1,94 @@
+"""Strip what launchers and CI wrap around each output line, and keep what it carried.
+
+Launchers prefix every line of a rank's output (`[rank3]:`, `[default3]:`,
+`[1,12]<stdout>:`, srun `11: `, `host: ` from pdsh/deepspeed), and CI systems
+prepend their own UTC timestamp.  These are peeled off, outermost first, before any
+parser sees the line; the rank, host or time they carried stays on the Line.
+"""
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from postmortem.model import ClockKind, Stamp
+
+# (name, pattern) — applied repeatedly, outermost wrapper first.  Each pattern must
+# match at the start of the line and consume the wrapper with its trailing space.
+_CI_ISO = re.compile(
+    r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d))\s")
+_RANK = re.compile(r"^\[(?:rank|default)(?P<rank>\d+)\]:\s?")
+_MPI = re.compile(r"^\[(?P<job>\d+),(?P<rank>\d+)\]<(?:stdout|stderr)>:\s?")
+# srun --label: `11: ` ; also DeepSpeed/pdsh `host: ` is handled below.
+_SRUN = re.compile(r"^(?P<rank>\d{1,5}): (?=\S)")
+_PDSH = re.compile(r"^(?P<host>[A-Za-z][\w.-]{0,62}): (?=\S)")
+# `[host]:` is not a thing; Ray prints `(pid=123, ip=1.2.3.4)` or `(RayTrainWorker pid=123, ip=...)`
+_RAY = re.compile(r"^\((?:[\w.]+ )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\)\s")
+
+# Words that look like a pdsh host prefix but are really the start of a message.
+_NOT_HOSTS = frozenset({
+    "RuntimeError", "ValueError", "Error", "ERROR", "WARNING", "INFO", "DEBUG", "NCCL",
+    "Traceback", "File", "Exception", "OSError", "TypeError", "KeyError", "AssertionError",
+    "torch", "what", "Fatal", "Current", "Thread", "Extension", "root", "rank", "Note",
+    "error", "warning", "note", "hint", "frame", "kern", "kernel", "Caused", "exitcode",
+    "host", "time", "pid", "traceback", "message", "Root", "Failures", "NVRM", "mce",
+    "EDAC", "pcieport", "nvidia", "xhci_hcd", "ucsi_ccg", "srun", "slurmstepd", "CUDA",
+    "MemoryError", "SystemExit", "KeyboardInterrupt", "Bus", "Segmentation", "ImportError",
+    "ModuleNotFoundError", "NotImplementedError", "IndexError", "AttributeError", "Hint",
+    "Warning", "Info", "Debug", "Error", "Aborted", "Killed", "Failed", "Done",
+})
+
+
+def _ci_stamp(text: str) -> Stamp | None:
+    try:
+        ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=timezone.utc)
+    return Stamp(ClockKind.WALL, wall=ts, resolution_s=1e-6 if "." in text else 1.0)
+
+
+def clean(raw: str) -> str:
+    """Drop NULs (torch's worker messages leave one after the newline) and trailing CR."""
+    if "\x00" in raw:
+        raw = raw.replace("\x00", "")
+    return raw.rstrip("\r\n")
+
+
+def strip(text: str) -> tuple[str, int | None, str | None, Stamp | None]:
+    """Return (text, rank, host, stamp) with every recognised wrapper removed."""
+    rank: int | None = None
+    host: str | None = None
+    stamp: Stamp | None = None
+    for _ in range(4):  # wrappers nest at most a few deep
+        m = _CI_ISO.match(text)
+        if m and stamp is None:
+            stamp = _ci_stamp(m.group("ts"))
+            text = text[m.end():]
+            continue
+        m = _RANK.match(text) or _MPI.match(text)
+        if m:
+            rank = int(m.group("rank")) if rank is None else rank
+            text = text[m.end():]
+            continue
+        m = _SRUN.match(text)
+        if m and rank is None:
+            rank = int(m.group("rank"))
+            text = text[m.end():]
+            continue
+        m = _RAY.match(text)
+        if m:
+            text = text[m.end():]
+            continue
+        m = _PDSH.match(text)
+        if m and host is None and m.group("host") not in _NOT_HOSTS and _looks_like_host(m.group("host")):
+            host = m.group("host")
+            text = text[m.end():]
+            continue
+        break
+    return text, rank, host, stamp
+
+
+def _looks_like_host(word: str) -> bool:
+    # Hosts in pdsh/deepspeed prefixes have a digit or a dash/dot (node12, gpu-a-3, worker-0.cluster).
+    return any(c.isdigit() for c in word) or "-" in word

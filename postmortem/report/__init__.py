@@ -1,0 +1,1 @@
+"""Renderers: terminal (rich), JSON, Markdown and self-contained HTML (jinja2)."""

@@ -1,0 +1,103 @@
+"""The JSON verdict, schema `postmortem.verdict/1` (documented in docs/json-schema.md).
+
+Field names here are a contract: extend, never rename or drop.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from postmortem import __version__
+from postmortem.model import Analysis, Artifact, Event, Fact, Finding, Ref, Stack
+from postmortem.report.rows import timeline_rows
+
+SCHEMA = "postmortem.verdict/1"
+
+
+def _iso(t: datetime | None) -> str | None:
+    return t.isoformat() if t else None
+
+
+def ref_json(r: Ref) -> dict[str, Any]:
+    return {"artifact": r.path, "line": r.line, "offset": r.offset, "text": r.text}
+
+
+def finding_json(f: Finding) -> dict[str, Any]:
+    return {"cause": f.cause, "category": f.category.value, "confidence": f.confidence, "rule": f.rule,
+            "role": f.role, "summary": f.summary, "discriminator": f.discriminator,
+            "first_ts": _iso(f.first_at), "evidence": [ref_json(r) for r in f.evidence]}
+
+
+def event_json(e: Event) -> dict[str, Any]:
+    w = e.when
+    return {
+        "ts": _iso(w.at) if w else None,
+        "ts_basis": w.basis.value if w else "order-only",
+        "uncertainty_s": w.uncertainty_s if w else None,
+        "ts_note": w.note if w else "no time printed",
+        "source": e.ref.path, "line": e.ref.line, "host": e.host, "pid": e.pid, "tid": e.tid,
+        "rank": e.rank, "kind": e.kind, "severity": e.severity.value, "text": e.text,
+        "data": {k: v for k, v in e.data.items() if isinstance(v, (str, int, float, bool, list, type(None)))},
+    }
+
+
+def stack_json(s: Stack) -> dict[str, Any]:
+    return {"origin": s.origin, "artifact": s.ref.path, "line": s.ref.line, "offset": s.ref.offset,
+            "thread": s.thread, "crashed": s.crashed, "host": s.host, "pid": s.pid, "tid": s.tid,
+            "rank": s.rank, "title": s.title,
+            "frames": [{"function": f.function, "module": f.module, "file": f.file, "line": f.line,
+                        "address": hex(f.address) if f.address is not None else None,
+                        "offset": hex(f.offset) if f.offset is not None else None,
+                        "language": f.language, "note": f.note} for f in s.frames]}
+
+
+def fact_json(f: Fact) -> dict[str, Any]:
+    value = f.value if isinstance(f.value, (str, int, float, bool, type(None))) else str(f.value)
+    return {"name": f.name, "value": value, "unit": f.unit, "text": f.text, "host": f.host,
+            "artifact": f.ref.path, "line": f.ref.line, "offset": f.ref.offset}
+
+
+def artifact_json(a: Artifact) -> dict[str, Any]:
+    return {"path": a.path, "kind": a.kind, "parser": ",".join(a.parsers) or None, "parsers": list(a.parsers),
+            "status": a.status.value, "message": a.message, "size": a.size, "lines": a.lines,
+            "unclaimed": a.unclaimed, "host": a.host}
+
+
+def to_dict(a: Analysis) -> dict[str, Any]:
+    v = a.verdict
+    events = sorted(a.case.events, key=_order)
+    return {
+        "schema": SCHEMA,
+        "tool": {"name": "postmortem", "version": __version__},
+        "bundle": a.case.name,
+        "verdict": {
+            "category": v.category.value, "cause": v.cause, "confidence": v.confidence,
+            "summary": v.summary, "explanation": v.explanation,
+            "evidence": [ref_json(r) for r in (v.root.evidence if v.root else ())],
+            "root": finding_json(v.root) if v.root else None,
+            "symptoms": [finding_json(f) for f in v.symptoms],
+            "alternatives": [finding_json(f) for f in v.alternatives],
+            "counter_evidence": list(v.counter),
+            "remediation": list(v.remediation), "next_steps": list(v.next_steps),
+            "collect": list(v.collect),
+        },
+        "signature": v.signature,
+        "timeline_notes": list(a.timeline_notes),
+        "hosts": list(a.hosts),
+        "timeline": [event_json(e) for e in events],
+        "timeline_rows": timeline_rows(events),
+        "stacks": [stack_json(s) for s in a.case.stacks],
+        "facts": [fact_json(f) for f in a.case.facts],
+        "artifacts": [artifact_json(x) for x in a.case.artifacts],
+        "trace": list(v.trace),
+    }
+
+
+def _order(e: Event):
+    from postmortem.timeline import sort_key
+    return sort_key(e)
+
+
+def render(a: Analysis) -> str:
+    return json.dumps(to_dict(a), indent=2, ensure_ascii=False, default=str)

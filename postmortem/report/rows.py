@@ -1,0 +1,48 @@
+"""Timeline rows: repetitions collapsed.
+
+The same message from 64 ranks is one row with its rank set, count and first/last
+time.  Messages are compared after masking numbers, hex ids and addresses, so
+`[Rank 3] ... SeqNum=2` and `[Rank 5] ... SeqNum=2` fold together.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from postmortem.model import Event
+
+_MASK = re.compile(r"0x[0-9a-fA-F]+|\d+")
+
+
+def shape(e: Event) -> tuple[str, str]:
+    return e.kind, _MASK.sub("#", e.text)[:300]
+
+
+def timeline_rows(events: Iterable[Event], keep_all_severe: bool = True) -> list[dict[str, Any]]:
+    """Collapsed rows in timeline order; the events must come sorted."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    order: list[tuple[str, str]] = []
+    for e in events:
+        key = shape(e)
+        row = rows.get(key)
+        at = e.when.at.isoformat() if e.when and e.when.at else None
+        if row is None:
+            row = rows[key] = {
+                "kind": e.kind, "severity": e.severity.value, "text": e.text, "count": 0,
+                "first_ts": at, "last_ts": at, "ts_basis": e.when.basis.value if e.when else "order-only",
+                "uncertainty_s": e.when.uncertainty_s if e.when else None,
+                "ranks": [], "hosts": [], "sources": [], "first_line": e.ref.line, "first_source": e.ref.path,
+                "seq": e.seq,
+            }
+            order.append(key)
+        row["count"] += 1
+        if at:
+            row["last_ts"] = at
+            row["first_ts"] = row["first_ts"] or at
+        if e.rank is not None and e.rank not in row["ranks"]:
+            row["ranks"].append(e.rank)
+        if e.host and e.host not in row["hosts"]:
+            row["hosts"].append(e.host)
+        if e.ref.path not in row["sources"]:
+            row["sources"].append(e.ref.path)
+    return [rows[k] for k in order]

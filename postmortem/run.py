@@ -1,0 +1,115 @@
+"""The pipeline, one direction: bundle -> parsers -> timeline -> classify.
+
+`analyze(path, options)` returns an Analysis and never raises on bundle content:
+whatever cannot be read becomes an Artifact with status skipped/error and a message.
+It raises BundleError only when the bundle as a whole cannot be opened.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from postmortem import bundle, knowledge, timeline
+from postmortem.classify import classify
+from postmortem.model import Analysis, Artifact, ArtifactStatus, Case, Event, Fact, Stack
+from postmortem.parsers import parse_text
+
+
+@dataclass(frozen=True)
+class Options:
+    tz: str | None = None                      # zone for local times that print none
+    rules: tuple[Path, ...] = ()               # extra knowledge files (--rules)
+    use_gdb: bool = False                      # add a symbolized gdb backtrace for cores
+    progress: Callable[[str], None] | None = None
+
+
+@dataclass
+class _Collected:
+    events: list[Event] = field(default_factory=list)
+    stacks: list[Stack] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+    artifacts: list[Artifact] = field(default_factory=list)
+
+
+def analyze(path: Path, options: Options = Options()) -> Analysis:
+    k = knowledge.load(options.rules)
+    entries, skipped = bundle.open_bundle(path)
+    got = _Collected(artifacts=list(skipped))
+    for entry in entries:
+        if options.progress:
+            options.progress(entry.path)
+        got.artifacts.append(_read_entry(entry, got, options, k))
+    events = tuple(dataclasses.replace(e, seq=i) for i, e in enumerate(got.events))
+    artifacts = tuple(sorted(got.artifacts, key=lambda a: a.path))
+    case = Case(bundle.bundle_name(path), events, tuple(got.stacks), tuple(got.facts), artifacts)
+    placed = timeline.place(case, tz=options.tz)
+    verdict = classify(placed.case, k)
+    return Analysis(placed.case, verdict, placed.notes, placed.hosts)
+
+
+def _read_entry(entry: bundle.Entry, got: _Collected, options: Options, k) -> Artifact:
+    base = dict(path=entry.path, size=entry.size, host=entry.host, mtime=entry.mtime)
+    try:
+        stream = entry.open()
+    except OSError as exc:
+        return Artifact(kind="unreadable", status=ArtifactStatus.ERROR, message=f"cannot open: {exc}", **base)
+    try:
+        with stream:
+            head = stream.peek(bundle.SNIFF_BYTES)[: bundle.SNIFF_BYTES] if hasattr(stream, "peek") else b""
+            if not head:
+                stream = io.BufferedReader(stream)  # type: ignore[arg-type]
+                head = stream.peek(bundle.SNIFF_BYTES)[: bundle.SNIFF_BYTES]
+            kind = bundle.sniff(head)
+            if kind == "gzip":
+                inner = bundle.gunzip(stream, entry.path)
+                inner_head = inner.peek(bundle.SNIFF_BYTES)[: bundle.SNIFF_BYTES]
+                kind = bundle.sniff(inner_head)
+                return _read_content(entry, inner, kind, got, options, base, k, compressed=True)
+            return _read_content(entry, stream, kind, got, options, base, k, compressed=False)
+    except Exception as exc:  # noqa: BLE001 - one bad artifact never stops the analysis
+        return Artifact(kind="unreadable", status=ArtifactStatus.ERROR,
+                        message=f"{type(exc).__name__}: {exc}", **base)
+
+
+def _read_content(entry, stream, kind: str, got: _Collected, options: Options, base: dict, k,
+                  compressed: bool) -> Artifact:
+    label = f"{kind} (gzip)" if compressed else kind
+    if kind == "text":
+        result = parse_text(entry.path, bundle.iter_lines(stream), host=entry.host, k=k)
+        got.events.extend(result.sink.events)
+        got.stacks.extend(result.sink.stacks)
+        got.facts.extend(result.sink.facts)
+        message = "; ".join(result.sink.problems[:3])
+        if len(result.sink.problems) > 3:
+            message += f"; and {len(result.sink.problems) - 3} more"
+        return Artifact(kind=label, status=ArtifactStatus.OK, message=message, parsers=result.parsers,
+                        lines=result.lines, unclaimed=result.unclaimed, **base)
+    if kind == "core":
+        return _read_core(entry, stream, got, options, base, label)
+    if kind == "empty":
+        return Artifact(kind="empty", status=ArtifactStatus.OK, message="empty file", **base)
+    if kind == "elf":
+        return Artifact(kind="elf", status=ArtifactStatus.SKIPPED,
+                        message="ELF executable or library (kept for symbols, not a log)", **base)
+    return Artifact(kind=label, status=ArtifactStatus.SKIPPED,
+                    message="binary data that is neither a log nor an ELF core; not read", **base)
+
+
+def _read_core(entry, stream, got: _Collected, options: Options, base: dict, label: str) -> Artifact:
+    try:
+        from postmortem import core
+    except ImportError:  # pragma: no cover - core reader ships with the package
+        return Artifact(kind=label, status=ArtifactStatus.SKIPPED, message="core reader unavailable", **base)
+    seekable = stream if stream.seekable() else io.BytesIO(stream.read(64 << 20))
+    result = core.read_core(seekable, entry.path)
+    got.events.extend(result.events)
+    got.stacks.extend(result.stacks)
+    got.facts.extend(result.facts)
+    status = ArtifactStatus.OK if not result.truncated else ArtifactStatus.ERROR
+    message = "; ".join(result.problems[:3])
+    if result.truncated and "truncated" not in message:
+        message = ("core is truncated; " + message).rstrip("; ")
+    return Artifact(kind=label, status=status, message=message, parsers=("core",), **base)

@@ -1,0 +1,204 @@
+"""`postmortem collect` end to end, run as `python -m postmortem.collect` like the crash lab does."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from postmortem import collect
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Tools the base items need; nvidia-smi, gdb, journalctl and coredumpctl are left out on purpose.
+PRESENT_TOOLS = ("dmesg", "uptime", "df", "mount", "free", "sh", "date")
+ABSENT_TOOLS = ("nvidia-smi", "gdb", "journalctl", "coredumpctl")
+
+PLANTED = {
+    "NCCL_IB_TOKEN": "abc",
+    "TORCH_URL": "https://user:pass@host/x",
+    "NCCL_SOCKET_SECRET": "s3cr3t-planted-value",
+    "CUDA_API_KEY": "planted-api-key-value",
+    "PYTORCH_DB_PASSWORD": "planted-db-password",
+    "OMP_HUB_CREDENTIALS": "planted-credential-value",
+    "TORCH_MIRROR": "see https://alice:planted-url-pw@mirror.example/simple and more",
+    "NCCL_DEBUG": "INFO",
+    "UNRELATED_VARIABLE": "not-collected-value",
+}
+NEVER_IN_OUTPUT = ("NCCL_IB_TOKEN=abc", "user:pass", "s3cr3t-planted-value", "planted-api-key-value",
+                   "planted-db-password", "planted-credential-value", "planted-url-pw",
+                   "not-collected-value")
+
+
+def tool_farm(tmp_path: Path) -> Path:
+    """A PATH holding only the present tools (symlinks to the real ones) and python."""
+    farm = tmp_path / "bin"
+    farm.mkdir()
+    for tool in PRESENT_TOOLS:
+        real = shutil.which(tool)
+        if real:
+            (farm / tool).symlink_to(real)
+    return farm
+
+
+def run_collect(out: Path, env_path: str, *extra: str) -> subprocess.CompletedProcess:
+    env = {"PATH": env_path, "PYTHONPATH": str(REPO), **PLANTED}
+    return subprocess.run([sys.executable, "-m", "postmortem.collect", "--out", str(out), *extra],
+                          env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("collect")
+    out = tmp / "bundle"
+    proc = run_collect(out, str(tool_farm(tmp)), "--since", "2h")
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def manifest_items(folder: Path) -> dict[str, dict]:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    return {item["file"]: item for item in manifest["items"]}
+
+
+def test_manifest_header(bundle: Path):
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["postmortem_version"]
+    assert manifest["host"]
+    assert datetime.fromisoformat(manifest["collected_at"]).utcoffset() is not None
+    assert manifest["since"] == "2h"
+
+
+def test_every_item_is_recorded_with_its_timing(bundle: Path):
+    for item in manifest_items(bundle).values():
+        assert item["status"] in {"ok", "missing", "timeout", "error"}
+        assert item["command"]
+        assert item["duration_s"] >= 0
+        assert datetime.fromisoformat(item["started_at"]).utcoffset() is not None
+
+
+@pytest.mark.parametrize("name", ["meminfo.txt", "proc_stat_btime.txt", "df_shm.txt", "df_B1_shm.txt",
+                                  "ulimit.txt", "env.txt", "timezone.txt", "cgroup_memory.txt",
+                                  "mount.txt", "uptime_s.txt", "free.txt"])
+def test_descriptive_files_are_written(bundle: Path, name: str):
+    assert (bundle / name).is_file()
+    assert manifest_items(bundle)[name]["status"] == "ok"
+
+
+def test_contents_are_what_they_say(bundle: Path):
+    assert (bundle / "proc_stat_btime.txt").read_text().startswith("btime ")
+    assert "/dev/shm" in (bundle / "df_B1_shm.txt").read_text()
+    assert "MemTotal:" in (bundle / "meminfo.txt").read_text()
+    assert any(word in (bundle / "ulimit.txt").read_text() for word in ("open files", "nofiles"))
+    assert "Max open files" in (bundle / "proc_limits.txt").read_text()
+    assert "date +%z: " in (bundle / "timezone.txt").read_text()
+
+
+@pytest.mark.parametrize("name", ["nvidia-smi-q.txt", "nvidia-smi-topo.txt", "journalctl_k.txt",
+                                  "coredumpctl_list.txt"])
+def test_missing_tools_are_noted_not_fatal(bundle: Path, name: str):
+    item = manifest_items(bundle)[name]
+    assert item["status"] == "missing"
+    assert "not found" in item["note"]
+    assert not (bundle / name).exists()
+
+
+def test_gdb_missing_for_a_requested_core(tmp_path: Path):
+    core = tmp_path / "core.1234"
+    core.write_bytes(b"\x7fELF not really a core")
+    out = tmp_path / "b"
+    proc = run_collect(out, str(tool_farm(tmp_path)), "--core", str(core))
+    assert proc.returncode == 0, proc.stderr
+    items = manifest_items(out)
+    assert items["cores/core.1234"]["status"] == "ok"
+    assert (out / "cores" / "core.1234").read_bytes() == core.read_bytes()
+    assert items["gdb_bt_core.1234.txt"]["status"] == "missing"
+
+
+def test_env_is_filtered_and_redacted(bundle: Path):
+    env = (bundle / "env.txt").read_text().splitlines()
+    assert "NCCL_IB_TOKEN=<redacted>" in env
+    assert "TORCH_URL=https://<redacted>@host/x" in env
+    assert "NCCL_DEBUG=INFO" in env
+    assert not any(line.startswith("UNRELATED_VARIABLE") for line in env)
+
+
+def test_no_secret_appears_anywhere(bundle: Path):
+    for path in bundle.rglob("*"):
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            for secret in NEVER_IN_OUTPUT:
+                assert secret not in text, f"{secret!r} leaked into {path.name}"
+
+
+def test_env_of_another_process_via_pid(tmp_path: Path):
+    env = {"PATH": os.environ["PATH"], "NCCL_IB_TOKEN": "abc", "TORCH_URL": "https://user:pass@host/x",
+           "NCCL_ALGO": "Ring"}
+    child = subprocess.Popen(["sleep", "60"], env=env)
+    try:
+        out = tmp_path / "b"
+        proc = run_collect(out, os.environ["PATH"], "--pid", str(child.pid))
+        assert proc.returncode == 0, proc.stderr
+    finally:
+        child.kill()
+        child.wait()
+    text = (out / "env.txt").read_text()
+    assert "NCCL_ALGO=Ring" in text and "NCCL_IB_TOKEN=<redacted>" in text
+    assert "user:pass" not in text
+    assert "Max open files" in (out / "proc_limits.txt").read_text()
+
+
+def test_tarball_has_the_same_layout(tmp_path: Path, bundle: Path):
+    target = tmp_path / "node.tar.gz"
+    proc = run_collect(target, str(tool_farm(tmp_path)), "--since", "2h")
+    assert proc.returncode == 0, proc.stderr
+    with tarfile.open(target) as tar:
+        names = {m.name for m in tar.getmembers() if m.isfile()}
+        manifest = json.load(tar.extractfile("manifest.json"))
+    written = {f for f, item in manifest_items(bundle).items() if (bundle / f).exists()}
+    assert written | {"manifest.json"} == names
+    assert all(not n.startswith(("/", "..")) for n in names)
+    assert {i["file"] for i in manifest["items"]} == set(manifest_items(bundle))
+
+
+def test_refuses_a_non_empty_folder(tmp_path: Path):
+    (tmp_path / "keep.txt").write_text("x")
+    proc = run_collect(tmp_path, os.environ["PATH"])
+    assert proc.returncode == 2
+
+
+def test_timeout_is_recorded():
+    result = collect.Run(("sleep", "5"), timeout_s=0.2)()
+    assert result.status == "timeout" and result.exit_code is None
+
+
+def test_missing_file_and_failing_command():
+    assert collect.Read("/nonexistent/file")().status == "missing"
+    failed = collect.Run(("sh", "-c", "exit 3"))()
+    assert failed.status == "error" and failed.exit_code == 3
+
+
+@pytest.mark.parametrize("name,value,expected", [
+    ("NCCL_IB_TOKEN", "abc", "<redacted>"),
+    ("torch_api_key", "k", "<redacted>"),
+    ("TORCH_HOME", "/data/torch", "/data/torch"),
+    ("TORCH_URL", "https://user:pass@host/x", "https://<redacted>@host/x"),
+    ("TORCH_URL", "https://u:p@ss@host/x?y=a@b", "https://<redacted>@host/x?y=a@b"),
+    ("TORCH_URL", "https://host/x", "https://host/x"),
+])
+def test_redact_value(name: str, value: str, expected: str):
+    assert collect.redact_value(name, value) == expected
+
+
+def test_parse_since():
+    now = datetime(2026, 1, 2, 12, 0, 0)
+    assert collect.parse_since("2h", now) == "2026-01-02 10:00:00"
+    assert collect.parse_since("30m", now) == "2026-01-02 11:30:00"
+    assert collect.parse_since("yesterday", now) == "yesterday"
+    assert collect.parse_since(None) is None
