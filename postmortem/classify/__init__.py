@@ -57,7 +57,7 @@ def classify(case: Case, k: Knowledge) -> Verdict:
         trace.append(f"resolve: {cause} support {score:.2f} x counter {factor:.2f} = {scores[cause]:.2f}"
                      f" ({'root-capable' if roots else 'symptoms only'})")
 
-    root_cause = _pick_root(by_cause, scores, trace)
+    root_cause = _pick_root(by_cause, scores, k, trace)
     if root_cause is None or scores[root_cause] < MIN_CONFIDENCE:
         return _unknown(case, k, findings, scores, trace)
 
@@ -84,22 +84,33 @@ def _as_dict(f: Finding) -> dict:
     return {name: getattr(f, name) for name in f.__dataclass_fields__}
 
 
-def _pick_root(by_cause, scores, trace) -> str | None:
-    """The best-supported cause, unless a close rival with a root-capable finding came first."""
+# When times cannot order two well-supported causes, the one that explains the other
+# wins: a hardware fault explains NCCL errors, a config fault (OOM, shm) explains
+# collective failures, not the other way round.
+PRECEDENCE = {"hardware": 3, "config": 2, "comms": 1, "unknown": 0}
+
+
+def _pick_root(by_cause, scores, k, trace) -> str | None:
+    """The earliest of the well-supported root-capable causes; without times, the one
+    whose category explains the others; then the best-supported."""
     if not scores:
         return None
     ranked = sorted(scores, key=lambda c: -scores[c])
     best = ranked[0]
     contenders = [c for c in ranked if scores[c] >= CLOSE_RACE * scores[best]
                   and any(f.role == "root" for f in by_cause[c])]
-    timed = [(min(f.first_at for f in by_cause[c] if f.first_at), c) for c in contenders
-             if any(f.first_at for f in by_cause[c])]
-    if len(timed) == len(contenders) and len(timed) > 1:
-        first = min(timed)[1]
+    if len(contenders) < 2:
+        return best
+    firsts = {c: min((f.first_at for f in by_cause[c] if f.first_at), default=None) for c in contenders}
+    if all(firsts.values()):
+        first = min(contenders, key=lambda c: (firsts[c], -scores[c]))
         if first != best:
             trace.append(f"resolve: {first} happened before {best} and is close in support: root is {first}")
         return first
-    return best
+    pick = max(contenders, key=lambda c: (PRECEDENCE[k.causes[c].category], scores[c]))
+    if pick != best:
+        trace.append(f"resolve: no common clock; {pick} ({k.causes[pick].category}) explains {best}: root is {pick}")
+    return pick
 
 
 def _after(f: Finding, root: Finding) -> bool:

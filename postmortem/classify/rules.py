@@ -132,19 +132,23 @@ class XidCatalog(Rule):
         return out
 
 
-SIGBUS_NAMES = re.compile(r"\b(?:SIGBUS|Bus error)\b|^7$|^-7$")
+SIGBUS_NAMES = re.compile(r"\b(?:SIGBUS|Bus error)\b")
+SIGKILL_NAMES = re.compile(r"\b(?:SIGKILL|Killed)\b")
 NCCL_FRAME = re.compile(r"nccl|libnccl", re.I)
 
 
-def _is_sigbus(e: Event) -> bool:
+def _is_signal(e: Event, signo: int, names: re.Pattern[str]) -> bool:
+    """Does this event say a process died of signal `signo`?  Parsers and message
+    patterns use the keys signal/signame (a name), signo (a number), exitcode (-signo)."""
     d = e.data
-    for key in ("signal", "signame", "shell"):
-        if isinstance(d.get(key), str) and SIGBUS_NAMES.search(d[key]):
+    for key in ("signal", "signame"):
+        if isinstance(d.get(key), str) and names.search(d[key]):
             return True
-    for key in ("signo", "signo2"):
-        if str(d.get(key, "")) == "7":
-            return True
-    return str(d.get("exitcode", "")) == "-7"
+    return str(d.get("signo", "")) == str(signo) or str(d.get("exitcode", "")) == str(-signo)
+
+
+def _is_sigbus(e: Event) -> bool:
+    return _is_signal(e, 7, SIGBUS_NAMES)
 
 
 def _stack_mentions(stacks: Iterable[Stack], pattern: re.Pattern[str]) -> list[Stack]:
@@ -232,16 +236,17 @@ class CollectiveTimeout(Rule):
         seqs = [int(e.data["seq"]) for e in timeouts if str(e.data.get("seq", "")).isdigit()]
         early = bool(seqs) and max(seqs) <= 10
         progress = [e for e in case.events if e.kind == "msg.progress_bar"]
-        if silent:
+        if silent and len(ranks) >= 2:
             w = 0.5 + (0.12 if early else 0) + (0.1 if progress else 0)
             what = f"; the log shows '{progress[0].data.get('task', '').strip()}' still running" if progress else ""
             summary = (f"ranks {sorted(ranks)} timed out in {timeouts[0].data.get('op', 'a collective')} "
                        f"(SeqNum {min(seqs) if seqs else '?'}) while rank(s) {silent} never reported{what}")
             trace.append(f"{self.id}: straggler: silent ranks {silent}, early={early}, progress={bool(progress)}")
             return [finding(k, "straggler_timeout", w, self.id, summary, timeouts + progress[:1], "root", "timeout")]
-        trace.append(f"{self.id}: every known rank timed out; collective stuck")
+        trace.append(f"{self.id}: no rank is known to be missing; the collective itself was stuck")
         return [finding(k, "nccl_timeout", 0.4, self.id,
-                        f"{len(timeouts)} watchdog timeout(s) across ranks {sorted(ranks) or '?'}", timeouts, "symptom", "timeout")]
+                        f"{len(timeouts)} watchdog timeout(s) across ranks {sorted(ranks) or '?'}; no other fault found",
+                        timeouts, "root", "timeout")]
 
     @staticmethod
     def _world_size(case: Case) -> int | None:
@@ -289,8 +294,8 @@ class KilledWithoutReason(Rule):
     id = "sigkill-exit"
 
     def findings(self, case, k, trace):
-        kills = [e for e in case.events if str(e.data.get("exitcode", "")) == "-9"
-                 or e.data.get("signal") == "SIGKILL" or e.data.get("signame") == "SIGKILL"]
+        kills = [e for e in case.events if _is_signal(e, 9, SIGKILL_NAMES)
+                 and not e.kind.startswith("msg.dataloader")]
         if not kills:
             return []
         trace.append(f"{self.id}: {len(kills)} SIGKILL exit(s)")

@@ -2,7 +2,9 @@
 
 The patterns live in knowledge/messages.toml (with a real sample line each).  A keyword
 prefilter built from all entries keeps this cheap: only lines containing one of the
-keywords are tried against the regexes, in file order, first match wins.
+keywords are tried against the regexes, in file order.  Among causal patterns (role root or
+symptom) the first match wins; context patterns (progress bars, versions, signals) are
+always recorded too, since one pasted line often carries both.
 """
 from __future__ import annotations
 
@@ -30,13 +32,16 @@ class MessageMatcher:
         text = line.text
         if not self.prefilter.search(text):
             return False
+        matched = causal_done = False
         for m in self.patterns:
-            if not any(kw in text for kw in m.keywords):
+            is_context = m.role == "context"
+            if (causal_done and not is_context) or not any(kw in text for kw in m.keywords):
                 continue
             hit = m.regex.search(text)
             if hit:
                 data = {k: v for k, v in hit.groupdict().items() if v is not None}
                 who = {k: int(data.pop(k)) for k in ("pid", "tid", "rank") if k in data}
                 self.sink.event(line, f"msg.{m.id}", Severity(m.severity), data={"id": m.id, **data}, **who)
-                return True
-        return False
+                matched = True
+                causal_done = causal_done or not is_context
+        return matched

@@ -70,8 +70,9 @@ class _ToTuples(Transformer):
     def ucx_backtrace_header(self, *parts):
         return ("ucx_header", int(parts[-1]))
 
-    def ucx_frame(self, index, _pad, value, _pad2, function, _pad3, file, line):
-        function, file = str(function), str(file)
+    def ucx_frame(self, index, _pad, value, _pad2, function, _pad3, *location):
+        file, line = (str(location[0]), location[1]) if len(location) == 2 else ("?", location[0])
+        function = str(function)
         frame = Frame(function=None if function.startswith("?") else function,
                       file=None if file.startswith("?") else file, line=int(line) or None)
         return ("ucx_frame", (frame, int(value, 16)))

@@ -48,6 +48,16 @@ _OTHER_RECORD = re.compile(
     r"^(?:\[|\d{4}-\d\d-\d\d|[IWEFCV]\d{4} |(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)[:\s]"
     r"|\S+:\d+:\d+ \[\d+\] NCCL |W\d|E\d)")
 _OTHER_PARSERS = (faulthandler.PREFILTER, gdb.PREFILTER, native.PREFILTER)
+# torch re-raises a worker's exception in the main process with this message.
+_DATALOADER_RERAISE = re.compile(r"^Caught \w+ in DataLoader worker process (\d+)\.")
+
+
+def _wanted_by_another_parser(text: str) -> bool:
+    """A message's next line is not ours when another format's prefilter takes it."""
+    from postmortem.parsers import PARSERS  # the registry imports this module
+
+    return any(cls.prefilter is not None and cls.prefilter.search(text) is not None
+               for cls in PARSERS if cls is not TracebackParser)
 
 
 def is_exception_name(name: str) -> bool:
@@ -118,6 +128,8 @@ class TracebackParser(LineParser):
         item = self._parse(stripped) if stripped else None
         if item is not None and item[0] == "exception" and not is_exception_name(item[1][0]):
             item = None
+        if item is not None and item[0] == "exception" and self._launchers_line(line):
+            return self._hand_over(line, ctx, item[1])
         if item is None:
             return self._other_line(line, ctx, stripped)
         self._end_message(ctx)
@@ -165,6 +177,9 @@ class TracebackParser(LineParser):
     def _on_exception(self, line: Line, ctx: _Context, exc) -> bool:
         name, message = exc
         data = {"type": name, "message": message}
+        m = _DATALOADER_RERAISE.match(message)
+        if m:
+            data["dataloader_worker"] = int(m.group(1))
         tb = ctx.tb
         if tb is not None:
             data["frames"] = len(tb.frames)
@@ -179,6 +194,27 @@ class TracebackParser(LineParser):
         return True
 
     # -- lines that are no traceback line --------------------------------------------
+
+    @staticmethod
+    def _launchers_line(line: Line) -> bool:
+        """torchrun's `...ChildFailedError:` heads the launcher's failure table: its line."""
+        from postmortem.parsers.launcher import LauncherParser  # the registry imports us
+
+        return LauncherParser.prefilter is not None and LauncherParser.prefilter.search(line.text) is not None
+
+    def _hand_over(self, line: Line, ctx: _Context, exc) -> bool:
+        """Finish the traceback with this title, and let the launcher parser claim the line.
+
+        Once we are not busy the dispatcher offers the line to the launcher parser; if it
+        declines, the line comes back to us as a lone exception line.
+        """
+        if ctx.tb is None:
+            return self._on_exception(line, ctx, exc)
+        name, message = exc
+        self._end_message(ctx)
+        self._end_traceback(ctx, title=f"{name}: {message}" if message else name)
+        ctx.chained = None
+        return False
 
     def _other_line(self, line: Line, ctx: _Context, stripped: str) -> bool:
         if ctx.tb is not None and stripped and self._inside_traceback(line, ctx.tb, stripped):
@@ -204,7 +240,7 @@ class TracebackParser(LineParser):
     def _continues_message(self, ctx: _Context, stripped: str) -> bool:
         if not stripped or len(ctx.message_lines) >= MAX_MESSAGE_LINES:
             return False
-        if _OTHER_RECORD.match(stripped) or any(p.match(stripped) for p in _OTHER_PARSERS):
+        if _OTHER_RECORD.match(stripped) or _wanted_by_another_parser(stripped):
             return False
         ctx.message_lines.append(stripped)
         return True
