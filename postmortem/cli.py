@@ -139,7 +139,7 @@ def cmd_analyze(args) -> int:
     stdout_taken = args.json == "-" or args.markdown == "-"
     html_target = args.html or str(Path("reports") / f"{bundle_name(args.bundle.resolve())}.html")
     if html_target != "-":
-        _write(html_target, html.render(analysis))
+        _write(html_target, html.render(analysis, bundle_path=args.bundle))
     if args.json:
         _write(args.json, jsonout.render(analysis) + "\n")
     if args.markdown:

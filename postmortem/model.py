@@ -189,6 +189,7 @@ class Finding:
     counter: tuple[str, ...] = ()   # counter-evidence, in words, with its ref where known
     first_seq: int | None = None    # earliest supporting event in reading order
     first_at: datetime | None = None
+    last_at: datetime | None = None
     discriminator: str = ""         # for signatures: Xid code, signal, NCCL error ...
     role: str = "root"              # root (can be the first failure) | symptom (a consequence)
 

@@ -1,60 +1,272 @@
 """One stack interface over every source (satyr's generic layer): crash-thread choice,
-frame normalization and signatures' top frames."""
+frame normalization and the frame part of signatures.
+
+The frame walk is Socorro siggen's (CSignatureTool.generate), with its knowledge kept
+as data in postmortem/knowledge/frames/*.txt:
+
+* sentinel.txt   - if a stack holds one of these frames, the walk starts there;
+* irrelevant.txt - frames that say nothing about the crash are skipped;
+* prefix.txt     - frames too generic to stand alone are kept and the walk goes on;
+  the first frame that is not a prefix ends the walk;
+* idle.txt       - frames of a waiting thread, used only to pick the crashing thread.
+
+Every decision leaves a note, so a signature can be explained (`walk(...).notes`).
+"""
 from __future__ import annotations
 
+import functools
 import re
+import signal as _signal
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Iterable
 
-from postmortem.model import Frame, Stack
+from postmortem.model import Event, Frame, Stack
 
-# Frames that say nothing about the crash: signal trampolines, abort/raise, interpreter loops.
-IRRELEVANT = re.compile(
-    r"^(?:__?GI_)?(?:raise|abort|__pthread_kill\w*|pthread_kill|killpg|__restore_rt|__libc_start\w*|"
-    r"_start|start_thread|clone3?|__clone\w*|_PyEval_\w+|PyEval_\w+|_PyObject_\w+|PyObject_\w+|"
-    r"_PyFunction_\w+|method_vectorcall\w*|cfunction_\w+|__nss_database_lookup|faulthandler\w*|"
-    r"c10::Error::Error|c10::detail::torchCheckFail\w*|std::terminate|__cxa_\w+|__gnu_cxx::\w+|"
-    r"<signal handler called>|\?\?)$")
+FRAME_LISTS = ("irrelevant", "prefix", "sentinel", "idle")
+MAX_FRAMES = 5          # prefix frames kept before the walk gives up
+NATIVE_ORIGINS = ("core", "gdb", "ucx", "c10", "backtrace_symbols", "eu-stack", "lldb")
+SIGNAL_KINDS = ("core.signal", "gdb.signal", "native.signal", "py.fatal_signal", "kernel.segfault",
+                "launcher.child_failed", "launcher.exit")
 
-_HEX = re.compile(r"0x[0-9a-fA-F]+")
+# Run-specific text that must not reach a signature: (pattern, replacement), applied in order.
+SCRUB = (
+    (re.compile(r"/dev/shm/\S+"), "/dev/shm/*"),
+    (re.compile(r"\btorch_\d+_\d+(?:_\d+)?\b"), "torch_*"),
+    (re.compile(r"\bnccl-[A-Za-z0-9]{4,}\b"), "nccl-*"),
+    (re.compile(r"\b(?:/tmp|/var/tmp)/\S+"), "/tmp/*"),
+    (re.compile(r"\btmp[a-z0-9_]{6,}\b"), "tmp*"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "0x*"),
+    (re.compile(r"\b[0-9a-fA-F]{12,}\b"), "*"),           # build ids, container ids, hashes
+    (re.compile(r"(?<![\w.])\d{3,}(?![\w.])"), "N"),      # pids, tids, sizes, counters
+)
+
+_ARGS = re.compile(r"\((?:[^()]|\([^()]*\))*\)(?:\s*const)?\s*$")   # trailing (args) [const]
 _TEMPLATE = re.compile(r"<[^<>]*>")
-_ARGS = re.compile(r"\(.*\)$")
+_OFFSET = re.compile(r"\+0x[0-9a-fA-F]+$")
+_DECORATION = re.compile(r"(?:@plt|@@?[A-Z_]+[\d.]*|\s*\[clone [^\]]*\])+$")
+_KEEP_ANGLE = ("<signal handler called>", "<module>", "<lambda>", "<listcomp>", "<dictcomp>",
+               "<genexpr>", "<setcomp>")
 
 
-def normalize(frame: Frame) -> str | None:
-    """A frame as text fit for a signature, or None when it is irrelevant or unknown."""
-    name = frame.function or ""
-    if frame.language == "python":
-        return f"{name}" if name else None
-    name = _ARGS.sub("", name)
+class FrameListError(ValueError):
+    """A frame list has a line that is not a valid regular expression."""
+
+
+@dataclass(frozen=True, slots=True)
+class FrameLists:
+    irrelevant: tuple[re.Pattern, ...]
+    prefix: tuple[re.Pattern, ...]
+    sentinel: tuple[re.Pattern, ...]
+    idle: tuple[re.Pattern, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Walk:
+    """The frames a signature uses, and why each frame was taken or skipped."""
+
+    frames: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+# ------------------------------------------------------------------------------ lists
+
+def read_list(name: str) -> tuple[re.Pattern, ...]:
+    """One list file as compiled patterns; a bad line raises FrameListError naming file:line."""
+    ref = resources.files("postmortem.knowledge") / "frames" / f"{name}.txt"
+    patterns = []
+    for number, raw in enumerate(ref.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            patterns.append(re.compile(line))
+        except re.error as exc:
+            raise FrameListError(f"frames/{name}.txt:{number}: {exc}: {line!r}") from exc
+    return tuple(patterns)
+
+
+@functools.cache
+def frame_lists() -> FrameLists:
+    return FrameLists(**{name: read_list(name) for name in FRAME_LISTS})
+
+
+def _first_match(text: str, patterns: tuple[re.Pattern, ...]) -> re.Pattern | None:
+    return next((p for p in patterns if p.fullmatch(text)), None)
+
+
+# ------------------------------------------------------------------------ normalizing
+
+def scrub(text: str) -> str:
+    """Remove what differs between runs of the same crash: addresses, pids, temp names."""
+    for pattern, replacement in SCRUB:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _basename(path: str) -> str:
+    return PureWindowsPath(path).name if "\\" in path else PurePosixPath(path).name
+
+
+def _strip_templates(name: str) -> str:
+    if name in _KEEP_ANGLE:
+        return name
     while _TEMPLATE.search(name):
         name = _TEMPLATE.sub("", name)
-    name = _HEX.sub("", name).strip()
-    if not name or IRRELEVANT.match(name):
-        return None
     return name
 
 
-def crashing(stacks: Iterable[Stack]) -> Stack | None:
-    """The ladder: the source's own crash mark, then a single stack."""
+def _native_name(function: str) -> str:
+    name = _OFFSET.sub("", function.strip())
+    name = _DECORATION.sub("", name)
+    name = _ARGS.sub("", name).strip()
+    name = _strip_templates(name)
+    return scrub(name).strip()
+
+
+def normalize(frame: Frame) -> str | None:
+    """A frame as text fit for a signature, or None when nothing is known about it.
+
+    Python frames read `file-stem.function`; native frames are the function without
+    arguments, templates, offsets or symbol versions; a native frame with no function
+    is `module@?` (the offset is left out: it changes with every build)."""
+    if frame.note.strip() == "<signal handler called>":
+        return "<signal handler called>"
+    name = (frame.function or "").strip()
+    if name in ("", "??", "???"):
+        return f"{_basename(frame.module)}@?" if frame.module else None
+    if frame.language == "python":
+        stem = _basename(frame.file).rsplit(".", 1)[0] if frame.file else ""
+        return scrub(f"{stem}.{name}" if stem else name)
+    return _native_name(name) or None
+
+
+# ------------------------------------------------------------------- crashing thread
+
+def _is_idle(stack: Stack, lists: FrameLists) -> bool:
+    for frame in stack.frames:
+        text = normalize(frame)
+        if text is None or _first_match(text, lists.irrelevant):
+            continue
+        return _first_match(text, lists.idle) is not None
+    return False
+
+
+def _signal_tids(events: Iterable[Event]) -> set[int]:
+    return {e.tid or e.data.get("tid") for e in events if e.kind in SIGNAL_KINDS} - {None}
+
+
+def _fuller(chosen: Stack, stacks: list[Stack]) -> Stack:
+    """gdb prints the crash frame alone, then the whole thread: take the longest stack that
+    begins with the chosen stack's frames."""
+    head = chosen.frames
+    longer = [s for s in stacks if len(s.frames) > len(head) and s.frames[:len(head)] == head]
+    return max(longer, key=lambda s: len(s.frames)) if longer else chosen
+
+
+def crashing_with_reason(stacks: Iterable[Stack], events: Iterable[Event] = ()) -> tuple[Stack | None, str]:
+    """The ladder, then the fullest print of the same thread."""
     stacks = list(stacks)
+    chosen, why = _ladder(stacks, list(events))
+    if chosen is not None and chosen.frames:
+        fuller = _fuller(chosen, stacks)
+        if fuller is not chosen:
+            return fuller, f"{why}; its full print ({len(fuller.frames)} frames, {fuller.thread or 'no label'})"
+    return chosen, why
+
+
+def _ladder(stacks: list[Stack], events: list[Event]) -> tuple[Stack | None, str]:
+    """The crash-thread ladder, one step per branch, first match wins."""
+    stacks = list(stacks)
+    lists = frame_lists()
     marked = [s for s in stacks if s.crashed]
+    if len(marked) == 1:
+        return marked[0], "the only stack its source marked as crashing"
     if marked:
-        return marked[0]
-    native = [s for s in stacks if s.origin in ("core", "gdb", "ucx", "c10", "backtrace_symbols", "eu-stack", "lldb")]
+        tids = _signal_tids(events)
+        by_tid = [s for s in marked if s.tid is not None and s.tid in tids]
+        if by_tid:   # several marks (gdb prints the signal thread twice): the signal's tid decides
+            return by_tid[0], f"marked as crashing and its tid {by_tid[0].tid} took the signal"
+        busy = [s for s in marked if not _is_idle(s, lists)]
+        if busy:
+            return busy[0], "the first marked stack that is not waiting (futex, pause, join ...)"
+        return marked[0], "the first of several marked stacks"
+    native = [s for s in stacks if s.origin in NATIVE_ORIGINS and not _is_idle(s, lists)]
     if native:
-        return native[0]
-    return stacks[0] if stacks else None
+        return native[0], f"the first native stack ({native[0].origin}) that is not waiting"
+    busy = [s for s in stacks if not _is_idle(s, lists)]
+    if busy:
+        return busy[0], f"no stack is marked; the first that is not waiting ({busy[0].origin})"
+    if stacks:
+        return stacks[0], "no stack is marked; the first one"
+    return None, "no stack in the bundle"
 
 
-def top_frames(stacks: Iterable[Stack], n: int = 3) -> list[str]:
-    stack = crashing(stacks)
+def crashing(stacks: Iterable[Stack], events: Iterable[Event] = ()) -> Stack | None:
+    return crashing_with_reason(stacks, events)[0]
+
+
+# ------------------------------------------------------------------------------ walk
+
+def _start(texts: list[str | None], lists: FrameLists) -> tuple[int, str | None]:
+    for index, text in enumerate(texts):
+        if text is not None and _first_match(text, lists.sentinel):
+            return index, text
+    return 0, None
+
+
+def walk(stack: Stack | None, lists: FrameLists | None = None, max_frames: int = MAX_FRAMES) -> Walk:
+    """Siggen's walk: sentinel, then skip irrelevant frames, keep prefixes, stop at the first other frame."""
     if stack is None:
-        return []
-    out: list[str] = []
-    for f in stack.frames:
-        name = normalize(f)
-        if name and (not out or out[-1] != name):
-            out.append(name)
-        if len(out) >= n:
-            break
-    return out
+        return Walk((), ("no crashing stack: the signature has no frames",))
+    lists = lists or frame_lists()
+    texts = [normalize(f) for f in stack.frames]
+    start, sentinel = _start(texts, lists)
+    notes = [f"sentinel; starting at frame {start}: {sentinel}"] if sentinel else []
+    kept: list[str] = []
+    for index in range(start, len(texts)):
+        text = texts[index]
+        if text is None:
+            notes.append(f"frame {index}: unknown (no function, no module); skipped")
+        elif (pattern := _first_match(text, lists.irrelevant)) is not None:
+            notes.append(f"frame {index}: irrelevant; skipped: {text} (matches {pattern.pattern})")
+        elif kept and kept[-1] == text:
+            notes.append(f"frame {index}: repeats the previous frame; skipped: {text}")
+        else:
+            kept.append(text)
+            if _first_match(text, lists.prefix) is None:
+                notes.append(f"frame {index}: not a prefix; stop: {text}")
+                break
+            notes.append(f"frame {index}: prefix; continue: {text}")
+            if len(kept) >= max_frames:
+                notes.append(f"{max_frames} prefix frames; stop")
+                break
+    if not kept:
+        notes.append("no relevant frame: the signature has no frames")
+    return Walk(tuple(kept), tuple(notes))
+
+
+def top_frames(stacks: Iterable[Stack], n: int = MAX_FRAMES, events: Iterable[Event] = ()) -> list[str]:
+    """The signature frames of the crashing stack (kept for callers of the sig1 API)."""
+    return list(walk(crashing(stacks, events), max_frames=n).frames)
+
+
+# ------------------------------------------------------------------------ signal name
+
+def signal_name(events: Iterable[Event]) -> str | None:
+    """The fatal signal the bundle reports (SIGBUS ...), from the first event that names one."""
+    for e in events:
+        if e.kind not in SIGNAL_KINDS:
+            continue
+        signo = e.data.get("signo")
+        if isinstance(signo, int) and signo > 0:
+            try:
+                return _signal.Signals(signo).name
+            except ValueError:
+                return f"signal{signo}"
+        for key in ("name", "signal"):
+            value = e.data.get(key)
+            if isinstance(value, str) and value.startswith("SIG") and value[3:].isalpha():
+                return value
+    return None

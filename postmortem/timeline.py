@@ -129,18 +129,31 @@ def place(case: Case, tz: str | None = None) -> Placed:
     for host, b in _kernel_anchor_boot(list(case.events), zone).items():
         boots.setdefault(host, b)
 
+    events = _share_line_stamps(list(case.events))
     local_used = False
     placed: list[Event] = []
     by_artifact: dict[str, list[int]] = defaultdict(list)
     delta_base: dict[str, datetime | None] = {}
-    for e in case.events:
+    for e in events:
         when = _when(e, zone, zone_note, year, boots, delta_base)
         if when and e.stamp and e.stamp.clock is ClockKind.WALL_LOCAL:
             local_used = True
         placed.append(dataclasses.replace(e, when=when))
         by_artifact[e.ref.path].append(len(placed) - 1)
 
+    anchored_boots = _boot_from_process_deaths(placed, boots)
+    if anchored_boots:
+        boots.update(anchored_boots)
+        delta_base.clear()
+        placed = [dataclasses.replace(e, when=_when(e, zone, zone_note, year, boots, delta_base)) for e in events]
+        for e in placed:
+            b = anchored_boots.get(e.host)
+            if b and e.stamp and e.stamp.clock is ClockKind.BOOT and e.when and e.when.at:
+                placed[placed.index(e)] = e
+    skews = _host_skews(placed)
+    placed = _apply_skews(placed, skews, notes)
     _place_untimed(placed, by_artifact, case)
+    _pin_to_process_death(placed)
     placed = _join_ranks(placed, case)
     if local_used:
         notes.append(f"times printed without a zone are read as {zone_note}")
@@ -151,6 +164,149 @@ def place(case: Case, tz: str | None = None) -> Placed:
         notes.append(f"boot time of {host or 'the host'}: {bt.isoformat()} ({where})")
     hosts = tuple(sorted({e.host for e in placed if e.host}))
     return Placed(dataclasses.replace(case, events=tuple(placed)), tuple(notes), hosts)
+
+
+def _share_line_stamps(events: list[Event]) -> list[Event]:
+    """A message matched on a line whose format parser read a time gets that time too."""
+    stamps = {(e.ref.path, e.ref.line): e.stamp for e in events if e.stamp and e.ref.line is not None}
+    out = []
+    for e in events:
+        if e.stamp is None and e.ref.line is not None and (e.ref.path, e.ref.line) in stamps:
+            e = dataclasses.replace(e, stamp=stamps[(e.ref.path, e.ref.line)])
+        out.append(e)
+    return out
+
+
+# Kernel lines that name a dying process, and launcher records of a process's death.
+_KERNEL_DEATHS = ("kernel.segfault", "kernel.oom_kill")
+_LAUNCHER_DEATHS = ("launcher.exit", "launcher.child_failed")
+
+
+def _boot_from_process_deaths(placed: list[Event], boots: dict) -> dict:
+    """Boot time of a host that has none, from one process's death seen twice: the
+    kernel's `python3[1234]: segfault` or OOM kill (seconds since boot) and the
+    launcher's record of pid 1234 failing (wall time).  The median over all such pairs
+    is robust to a wrong pair; the launcher notices a death up to a second late."""
+    deaths: dict[tuple[str | None, int], datetime] = {}
+    for e in placed:
+        if e.kind in _LAUNCHER_DEATHS and e.pid is not None and e.when and e.when.at:
+            key = (e.host, e.pid)
+            deaths[key] = min(deaths.get(key, e.when.at), e.when.at)
+    found: dict[str | None, list[float]] = defaultdict(list)
+    for e in placed:
+        if e.kind not in _KERNEL_DEATHS or e.pid is None or not e.stamp or e.stamp.clock is not ClockKind.BOOT:
+            continue
+        if e.host in boots or (e.host is None and boots):
+            continue
+        seen = deaths.get((e.host, e.pid)) or next((t for (h, p), t in deaths.items() if p == e.pid), None)
+        if seen is not None and e.stamp.seconds is not None:
+            found[e.host].append(seen.timestamp() - e.stamp.seconds)
+    out = {}
+    for host, offsets in found.items():
+        offsets.sort()
+        spread = offsets[-1] - offsets[0]
+        out[host] = (datetime.fromtimestamp(offsets[len(offsets) // 2], UTC),
+                     f"anchored on {len(offsets)} process death(s) seen by the kernel and the launcher",
+                     max(1.5, spread))
+    return out
+
+
+def _anchor_key(e: Event) -> tuple | None:
+    """Events that several hosts log at one physical moment: the rendezvous that forms
+    the group, NCCL init completing for one communicator."""
+    if e.kind == "msg.rendezvous_complete":
+        return ("rendezvous",)
+    if e.kind == "nccl.init" and e.data.get("phase") == "COMPLETE" and e.data.get("commId"):
+        return ("nccl-init", e.data["commId"])
+    return None
+
+
+def _host_skews(placed: list[Event]) -> dict[str, tuple[float, int, float]]:
+    """host -> (seconds its clock is ahead of the reference host, anchors, spread)."""
+    per_host: dict[str, dict[tuple, list[datetime]]] = defaultdict(lambda: defaultdict(list))
+    for e in placed:
+        key = _anchor_key(e)
+        if key and e.host and e.when and e.when.at:
+            per_host[e.host][key].append(e.when.at)
+    if len(per_host) < 2:
+        return {}
+    # The reference clock is the host with the most timed events.
+    counts: dict[str, int] = defaultdict(int)
+    for e in placed:
+        if e.host and e.when and e.when.at:
+            counts[e.host] += 1
+    ref = max(per_host, key=lambda h: (counts[h], h))
+    skews = {}
+    for host, keys in per_host.items():
+        if host == ref:
+            continue
+        diffs = []
+        for key, times in keys.items():
+            for n, t in enumerate(sorted(times)):
+                ref_times = sorted(per_host[ref].get(key, []))
+                if n < len(ref_times):
+                    diffs.append((t - ref_times[n]).total_seconds())
+        if diffs:
+            diffs.sort()
+            skews[host] = (diffs[len(diffs) // 2], len(diffs), diffs[-1] - diffs[0])
+    return {h: (*v, ref) for h, v in skews.items()}  # type: ignore[misc]
+
+
+def _apply_skews(placed: list[Event], skews: dict, notes: list[str]) -> list[Event]:
+    """Bring each host's wall times onto the reference host's clock when the skew is
+    larger than the anchors can resolve; the corrected times say they are anchored."""
+    out = placed
+    for host, (skew, n, spread, ref) in skews.items():
+        resolution = max(1.0, spread)
+        notes.append(f"clock of {host} is {skew:+.3f} s relative to {ref} ({n} anchor(s), spread {spread:.3f} s)")
+        if abs(skew) <= resolution:
+            continue
+        shift = timedelta(seconds=skew)
+        out = [dataclasses.replace(e, when=When(
+            e.when.at - shift, Basis.ANCHORED, (e.when.uncertainty_s or 0) + resolution,
+            f"{e.when.note + '; ' if e.when.note else ''}shifted {-skew:+.3f} s onto {ref}'s clock "
+            f"(skew from {n} anchor(s))"))
+            if e.host == host and e.when and e.when.at else e for e in out]
+    return out
+
+
+def _pin_to_process_death(placed: list[Event]) -> None:
+    """A crash report with no time (faulthandler, gdb, a UCX block) goes where the
+    launcher saw that process die: by pid when the report has one, else by its signal
+    when exactly one launcher record died of that signal."""
+    deaths = [e for e in placed if e.kind in _LAUNCHER_DEATHS and e.when and e.when.at]
+    if not deaths:
+        return
+    by_pid = {(e.pid): e for e in deaths if e.pid is not None}
+    by_signal: dict[str, list[Event]] = defaultdict(list)
+    for e in deaths:
+        sig = str(e.data.get("signal") or "")
+        if sig:
+            by_signal[_signal_name(sig)].append(e)
+    for i, e in enumerate(placed):
+        if e.kind not in ("py.fatal_signal", "gdb.signal", "native.signal", "core.signal"):
+            continue
+        if e.when and e.when.at and e.when.basis is not Basis.ANCHORED:
+            continue
+        death = by_pid.get(e.pid) if e.pid is not None else None
+        if death is None:
+            candidates = by_signal.get(_signal_name(str(e.data.get("signal") or "")), [])
+            dying = {c.pid for c in candidates}  # one process may be reported by two launcher lines
+            death = min(candidates, key=lambda c: c.when.at) if len(dying) == 1 else None  # type: ignore[union-attr]
+        if death is None:
+            continue
+        placed[i] = dataclasses.replace(e, when=When(
+            death.when.at, Basis.ANCHORED, 2.0,  # type: ignore[union-attr]
+            f"no time printed; pinned to the launcher's record of this process dying ({death.ref.describe()})"))
+
+
+_SIGNAL_ALIASES = {"bus error": "SIGBUS", "segmentation fault": "SIGSEGV", "aborted": "SIGABRT",
+                   "killed": "SIGKILL", "floating point exception": "SIGFPE", "illegal instruction": "SIGILL"}
+
+
+def _signal_name(text: str) -> str:
+    text = text.strip()
+    return _SIGNAL_ALIASES.get(text.lower(), text.upper())
 
 
 def _when(e: Event, zone: tzinfo, zone_note: str, year: int | None,
@@ -233,13 +389,15 @@ def _place_untimed(placed: list[Event], by_artifact: dict[str, list[int]], case:
 
 def _join_ranks(events: list[Event], case: Case) -> list[Event]:
     """host+pid -> rank from NCCL init lines and launcher failure records."""
-    rank_of: dict[tuple[str | None, int], int] = {}
+    ranks: dict[tuple[str | None, int], set[int]] = defaultdict(set)
     for e in events:
-        if e.pid is None:
+        if e.pid is None or e.kind not in ("nccl.init", "launcher.child_failed"):
             continue
-        r = e.data.get("rank") if e.kind in ("nccl.init", "launcher.child_failed") else None
+        r = e.rank if e.rank is not None else e.data.get("rank")
         if isinstance(r, int):
-            rank_of.setdefault((e.host, e.pid), r)
+            ranks[(e.host, e.pid)].add(r)
+    # A process driving several GPUs (nccl-tests -g 4) has several ranks: no single answer.
+    rank_of = {key: next(iter(rs)) for key, rs in ranks.items() if len(rs) == 1}
     if not rank_of:
         return events
     out = []

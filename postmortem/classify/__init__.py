@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from postmortem.classify.counter import counter_evidence
+from postmortem.classify.counter import before_the_job, counter_evidence
 from postmortem.classify.rules import RULES
 from postmortem.classify.signature import signature_of
 from postmortem.knowledge import Knowledge
@@ -48,6 +48,9 @@ def classify(case: Case, k: Knowledge) -> Verdict:
             by_cause[f.cause].append(f)
 
     counters = counter_evidence(case, trace)
+    for cause, (factor, reasons) in before_the_job(findings, case, trace).items():
+        old_factor, old_reasons = counters.get(cause, (1.0, ()))
+        counters[cause] = (old_factor * factor, old_reasons + reasons)
     scores: dict[str, float] = {}
     for cause, fs in by_cause.items():
         roots = [f for f in fs if f.role == "root"]

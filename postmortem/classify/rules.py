@@ -17,10 +17,11 @@ from postmortem.model import Case, Category, Event, Finding, Ref, Stack
 MAX_EVIDENCE = 8
 
 
-def _first(events: list[Event]) -> tuple[int | None, datetime | None]:
+def _span(events: list[Event]) -> tuple[int | None, datetime | None, datetime | None]:
+    """First reading position, first and last absolute time of some events."""
     seqs = [e.seq for e in events]
     ats = [e.when.at for e in events if e.when and e.when.at]
-    return (min(seqs) if seqs else None), (min(ats) if ats else None)
+    return (min(seqs) if seqs else None), (min(ats) if ats else None), (max(ats) if ats else None)
 
 
 def _refs(events: Iterable[Event]) -> tuple[Ref, ...]:
@@ -39,10 +40,10 @@ def _repeat(weight: float, n: int) -> float:
 
 def finding(k: Knowledge, cause: str, weight: float, rule: str, summary: str, events: list[Event],
             role: str = "root", discriminator: str = "", extra_refs: tuple[Ref, ...] = ()) -> Finding:
-    seq, at = _first(events)
+    seq, at, last = _span(events)
     category = Category(k.causes[cause].category) if cause in k.causes else Category.UNKNOWN
     return Finding(cause=cause, category=category, confidence=round(min(weight, 0.97), 3), rule=rule,
-                   summary=summary, evidence=_refs(events) + extra_refs, first_seq=seq, first_at=at,
+                   summary=summary, evidence=_refs(events) + extra_refs, first_seq=seq, first_at=at, last_at=last,
                    discriminator=discriminator, role=role)
 
 

@@ -510,7 +510,8 @@ class KernelParser(LineParser):
         where = m["where"] or (m["sensor"].strip() if m["sensor"] else None)
         asserted = (m["state"] or m["assert"]) in ("Asserted", "Assertion")
         corrected = False if re.search(r"[Uu]ncorrect", event) else True if re.search(r"[Cc]orrect", event) else None
-        dimm = where if where and "DIMM" in where.upper() else (_DIMM.search(event).group(1) if _DIMM.search(event) else None)
+        in_text = _DIMM.search(event)
+        dimm = where if where and "DIMM" in where.upper() else (in_text.group(1) if in_text else None)
         stamp = None
         if m["date"]:
             try:

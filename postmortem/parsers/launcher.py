@@ -41,7 +41,8 @@ _STRSIGNAL_ALTERNATION = "|".join(re.escape(s) for s in STRSIGNALS)
 
 # (start rule, regex that selects it).  A line may select several; the first parse wins.
 FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("table_line", re.compile(r"ChildFailedError:|^\S+ FAILED\s*$|^(?:Other )?Failures:|^Root Cause")),
+    # `[N]:` opens a table too: the lines above it may have gone to the traceback parser.
+    ("table_line", re.compile(r"ChildFailedError:|^\S+ FAILED\s*$|^(?:Other )?Failures:|^Root Cause|^\[\d+\]:\s*$")),
     ("agent_line", re.compile(
         r"closing signal SIG|via signal SIG|failed \(exitcode: |death signal, shutting down"
         r"|\] Killing subprocess \d|\] exits with return code = ")),

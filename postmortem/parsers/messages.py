@@ -13,6 +13,7 @@ import re
 from postmortem import knowledge
 from postmortem.model import Severity
 from postmortem.parsers.base import Line, Sink
+from postmortem.parsers.stamps import leading_stamp
 
 
 class MessageMatcher:
@@ -33,6 +34,7 @@ class MessageMatcher:
         if not self.prefilter.search(text):
             return False
         matched = causal_done = False
+        stamp = line.stamp or leading_stamp(text)
         for m in self.patterns:
             is_context = m.role == "context"
             if (causal_done and not is_context) or not any(kw in text for kw in m.keywords):
@@ -41,7 +43,8 @@ class MessageMatcher:
             if hit:
                 data = {k: v for k, v in hit.groupdict().items() if v is not None}
                 who = {k: int(data.pop(k)) for k in ("pid", "tid", "rank") if k in data}
-                self.sink.event(line, f"msg.{m.id}", Severity(m.severity), data={"id": m.id, **data}, **who)
+                self.sink.event(line, f"msg.{m.id}", Severity(m.severity), stamp=stamp,
+                                data={"id": m.id, **data}, **who)
                 matched = True
                 causal_done = causal_done or not is_context
         return matched

@@ -69,6 +69,11 @@ _HEADER = re.compile(
     r"|(?P<file>[^\s:]+):(?P<line>\d+)(?:\s\((?P<func>[^)]*)\))?\s(?=(?:NCCL\s)?WARN\s))?"
     r"(?:NCCL\s(?P<level>INFO|WARN|TRACE|CALL|ABORT)|(?P<legacy>WARN|INFO))(?:\s(?P<msg>.*))?$")
 
+# The INFO prefix alone, for the fast path in NcclParser._split (most lines of a bundle are INFO).
+_INFO_MARK = " NCCL INFO "
+_INFO_PREFIX = re.compile(
+    r"(?:\[(?P<ts>[^\]]*[^\]\d\s-][^\]]*)\]\s?)?(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+)(?: \[(?P<dev>-?\d+)\])?")
+
 # Fast paths for the two commonest message shapes (grammar rules `chain` and `channel`).
 _CHAIN = re.compile(
     r"(?P<file>[\w.\/+-]+\.[A-Za-z]+):(?P<line>\d+)(?: \((?P<func>[^()\s]+)\))? -> (?P<rc>\d+)"
@@ -322,13 +327,18 @@ class NcclParser(LineParser):
         self._rings: set[tuple] = set()
 
     def feed(self, line: Line) -> bool:
-        m = _HEADER.match(line.text)
-        if m is None:
-            return self._bare(line)
-        if m["legacy"] and not m["host"]:
-            return False  # `INFO ...` / `WARN ...` with no NCCL token is only NCCL behind a host prefix
-        level = m["level"] or m["legacy"]
-        msg = m["msg"] or ""
+        head, mark, msg = line.text.partition(_INFO_MARK)
+        m = _INFO_PREFIX.fullmatch(head) if mark else None
+        if m is not None:  # fast path: `host:pid:tid [dev] NCCL INFO msg`
+            level = "INFO"
+        else:
+            m = _HEADER.match(line.text)
+            if m is None:
+                return self._bare(line)
+            if m["legacy"] and not m["host"]:
+                return False  # `INFO ...` / `WARN ...` with no NCCL token is only NCCL behind a host prefix
+            level = m["level"] or m["legacy"]
+            msg = m["msg"] or ""
         host = m["host"] or line.host
         key = (host, m["pid"], m["tid"])
         where = {"host": host, "pid": int(m["pid"]) if m["pid"] else None,
@@ -350,11 +360,12 @@ class NcclParser(LineParser):
             self._info(line, msg, where, dev)
         elif level == "TRACE" or level == "CALL":
             ms = float(m["ms"]) if m["ms"] else None
+            func = m["tfunc"]
             stamp = where["stamp"]
             if stamp is None and ms is not None:
                 stamp = Stamp(ClockKind.RELATIVE, seconds=ms / 1000.0, resolution_s=1e-6)
             self.sink.event(line, "nccl.trace", Severity.DEBUG, stamp=stamp, host=where["host"],
-                            pid=where["pid"], tid=where["tid"], ms=ms, func=m["tfunc"], level=level,
+                            pid=where["pid"], tid=where["tid"], ms=ms, func=func, level=level,
                             msg=msg, dev=dev)
         else:  # ABORT has no format of its own; keep it as a plain line
             self.sink.event(line, "nccl.info", Severity.INFO, **where, level=level, msg=msg, dev=dev)

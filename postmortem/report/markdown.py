@@ -1,42 +1,51 @@
-"""Markdown sized for a ticket body."""
+"""Markdown sized for a ticket body (under MAX_CHARS).
+
+Knowledge text (explanation, fix, commands) is ours and written as Markdown.  Bundle
+text (summaries quoting paths, cited lines, counter-evidence, the bundle name) is not:
+in prose every active character is escaped, and cited lines go in code spans whose
+fence is longer than any backtick run they hold (text.py).  Sections are added in order
+of importance and the last ones are dropped when the budget runs out.
+"""
 from __future__ import annotations
 
 from postmortem.model import Analysis
-from postmortem.report.text import short
+from postmortem.report.text import markdown_code, markdown_text
 
-
-def _code(text: str) -> str:
-    text = short(text, 200).replace("`", "ˋ")
-    return f"`{text}`"
+MAX_CHARS = 4000
 
 
 def render(a: Analysis) -> str:
     v = a.verdict
-    out = [f"## postmortem: {v.category.value} / `{v.cause}` (confidence {v.confidence:.2f})", "",
-           short(v.summary, 400), "", v.explanation, ""]
-    if v.root and v.root.evidence:
-        out.append("**Evidence**")
-        out.extend(f"- {_code(r.describe())} {_code(r.text or '')}" for r in v.root.evidence[:6])
-        out.append("")
-    if v.counter:
-        out.append("**Counter-evidence**")
-        out.extend(f"- {short(c, 200)}" for c in v.counter)
-        out.append("")
-    if v.remediation:
-        out.append("**Fix**")
-        out.extend(f"- {r}" for r in v.remediation)
-        out.append("")
-    if v.next_steps:
-        out.append("**Confirm with**")
-        out.extend(f"- `{s}`" for s in v.next_steps)
-        out.append("")
-    if v.collect:
-        out.append("**Collect**")
-        out.extend(f"- {c}" for c in v.collect)
-        out.append("")
-    if v.symptoms:
-        out.append(f"<details><summary>Symptoms ({len(v.symptoms)})</summary>\n")
-        out.extend(f"- {short(f.summary, 200)}" for f in v.symptoms[:10])
-        out.append("\n</details>\n")
-    out.append(f"Signature: `{v.signature}`")
-    return "\n".join(out) + "\n"
+    head = [f"## postmortem: {v.category.value} / `{v.cause}` (confidence {v.confidence:.2f})", "",
+            f"Bundle {markdown_code(a.case.name, 80)}", "", markdown_text(v.summary, 400), ""]
+    if v.explanation:
+        head += [v.explanation, ""]
+    sections = [
+        _section("Evidence", [f"{markdown_code(r.describe(), 100)} {markdown_code(r.text, 180)}"
+                              for r in (v.root.evidence[:6] if v.root else ())]),
+        _section("Counter-evidence", [markdown_text(c, 200) for c in v.counter] or ["none found"]),
+        _section("Fix", list(v.remediation)),
+        _section("Confirm with", [f"`{s}`" for s in v.next_steps]),
+        _section("Collect", list(v.collect)),
+        _symptoms(a),
+    ]
+    tail = f"Signature: `{v.signature}`\n"
+    out = "\n".join(head) + "\n"
+    for section in sections:
+        if section and len(out) + len(section) + len(tail) <= MAX_CHARS:
+            out += section
+    return out + tail
+
+
+def _section(title: str, items: list[str]) -> str:
+    if not items:
+        return ""
+    return f"**{title}**\n" + "".join(f"- {item}\n" for item in items) + "\n"
+
+
+def _symptoms(a: Analysis) -> str:
+    symptoms = a.verdict.symptoms
+    if not symptoms:
+        return ""
+    items = "".join(f"- {markdown_text(f.summary, 200)}\n" for f in symptoms[:8])
+    return f"<details><summary>Symptoms ({len(symptoms)})</summary>\n\n{items}\n</details>\n\n"

@@ -1,0 +1,58 @@
+"""Terminal output: no escape code without a colour terminal, and none from the logs ever."""
+from __future__ import annotations
+
+import io
+
+from postmortem.report import terminal
+from postmortem.report.text import strip_escapes
+from tests.report.reports import analysis
+
+LOG_ESCAPES = ("\x1b]0;", "\x1b[2J", "\x1b[31mRED", "\x9b", "\x07", "\u202e")
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_non_tty_output_has_no_escape_codes(monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    out = io.StringIO()
+    terminal.render(analysis("injection"), out=out)
+    assert "\x1b" not in out.getvalue() and "\x9b" not in out.getvalue()
+    assert "gpu_fell_off_bus" in out.getvalue()
+
+
+def test_no_color_on_a_tty_has_no_escape_codes(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    out = FakeTTY()
+    terminal.render(analysis("cores"), out=out)
+    assert "\x1b" not in out.getvalue()
+
+
+def test_colour_terminal_gets_colour_but_never_the_logs_escapes(monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    out = FakeTTY()
+    terminal.render(analysis("injection"), out=out)
+    text = out.getvalue()
+    assert "\x1b[" in text          # our own colours
+    for seq in LOG_ESCAPES:
+        assert seq not in text, repr(seq)
+
+
+def test_timeline_head_marks_inferred_times_and_the_root():
+    out = io.StringIO()
+    terminal.render(analysis("cores"), out=out)
+    text = out.getvalue()
+    assert "≈2026-11-29" in text and "ROOT" in text and "file-mtime" in text
+
+
+def test_quiet_leaves_out_the_timeline():
+    out = io.StringIO()
+    terminal.render(analysis("cores"), out=out, quiet=True)
+    assert "Timeline" not in out.getvalue()
+
+
+def test_strip_escapes():
+    line = "a\x1b[31mred\x1b[0m b\x1b]0;title\x07c \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x9b2J\x00d\u202ee\tf"
+    assert strip_escapes(line) == "ared bc link 2Jde\tf"
