@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from postmortem.classify.counter import before_the_job, counter_evidence
+from postmortem.classify.counter import before_the_job, counter_evidence, death_mismatch, unrelated_victims
 from postmortem.classify.rules import RULES
 from postmortem.classify.signature import signature_of
 from postmortem.knowledge import Knowledge
@@ -48,7 +48,9 @@ def classify(case: Case, k: Knowledge) -> Verdict:
             by_cause[f.cause].append(f)
 
     counters = counter_evidence(case, trace)
-    for cause, (factor, reasons) in before_the_job(findings, case, trace).items():
+    for cause, (factor, reasons) in [*before_the_job(findings, case, trace).items(),
+                                     *unrelated_victims(findings, case, trace).items(),
+                                     *death_mismatch(case, trace).items()]:
         old_factor, old_reasons = counters.get(cause, (1.0, ()))
         counters[cause] = (old_factor * factor, old_reasons + reasons)
     scores: dict[str, float] = {}

@@ -5,6 +5,8 @@ reason cites the fact it rests on ("/dev/shm is 16G and 3% used (df.txt:2)").
 """
 from __future__ import annotations
 
+import re
+
 from postmortem.model import Case, Event, Fact, Finding
 
 GIB = 1 << 30
@@ -59,9 +61,74 @@ def before_the_job(findings: list[Finding], case: Case, trace: list[str]) -> dic
     return out
 
 
+def effective_shm_size(case: Case) -> list[tuple[Fact, float | None]]:
+    """/dev/shm's size as the job saw it.  `df` reports the mount in effect; in a mount
+    table a later mount on /dev/shm hides an earlier one (a container's or a private
+    namespace's tmpfs over the host's), so the last line wins there."""
+    mount_lines = {(f.ref.path, f.ref.line) for f in _facts(case, "shm.mount")}
+    sizes = _facts(case, "shm.size_bytes")
+    from_df = [f for f in sizes if (f.ref.path, f.ref.line) not in mount_lines]
+    if from_df:
+        return [(f, _num(f)) for f in from_df]
+    last_per_file: dict[str, Fact] = {}
+    for f in sizes:
+        if f.ref.path not in last_per_file or (f.ref.line or 0) > (last_per_file[f.ref.path].ref.line or 0):
+            last_per_file[f.ref.path] = f
+    return [(f, _num(f)) for f in last_per_file.values()]
+
+
+def _kernel_artifacts(case: Case) -> set[str]:
+    return {e.ref.path for e in case.events if e.kind.startswith("kernel.")}
+
+
+def unrelated_victims(findings: list[Finding], case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """An OOM kill whose victim the job's own logs never mention, in a bundle whose logs do
+    name the job's processes, killed some other process (the kernel log keeps the whole
+    boot's history)."""
+    kernel_files = _kernel_artifacts(case)
+    job_pids = {e.pid for e in case.events if e.pid is not None and e.ref.path not in kernel_files}
+    if not job_pids:
+        return {}
+    victims = {e.pid for e in case.events if e.pid is not None and e.kind in ("kernel.oom_kill", "msg.oom_killer")}
+    if not victims or victims & job_pids:
+        return {}
+    reason = (f"the OOM killer's victim(s) {sorted(victims)} appear nowhere in the job's own logs, "
+              f"which name pids {sorted(job_pids)[:6]}: another process was killed")
+    trace.append(f"counter: {reason}")
+    return {"host_oom": (0.4, (reason,))}
+
+
+# How a job's processes are seen to die, outside the kernel log.
+_DEATH_KINDS = ("py.fatal_signal", "native.signal", "gdb.signal", "core.signal", "launcher.exit",
+                "launcher.child_failed", "msg.shell_signal", "msg.signal_received", "py.exception",
+                "native.terminate")
+_SIGKILL = re.compile(r"SIGKILL|\bKilled\b|-9\b|Out Of Memory|oom", re.I)
+
+
+def death_mismatch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """The OOM killer kills with SIGKILL.  When the job's own logs show how it died and
+    none of those deaths is a SIGKILL, the OOM kill in the kernel log was another
+    process's (the kernel log keeps the whole boot's history)."""
+    if not any(e.kind in ("kernel.oom_kill", "msg.oom_killer") for e in case.events):
+        return {}
+    kernel_files = _kernel_artifacts(case)
+    deaths = [e for e in case.events if e.kind in _DEATH_KINDS and e.ref.path not in kernel_files
+              and not str(e.data.get("signal", "")).upper().endswith("SIGTERM")]
+    if not deaths:
+        return {}
+    if any(_SIGKILL.search(e.text) or str(e.data.get("exitcode", "")) == "-9"
+           or str(e.data.get("signal", "")).upper() in ("SIGKILL", "KILLED") for e in deaths):
+        return {}
+    first = deaths[0]
+    reason = (f"the job died otherwise ({first.ref.describe()}: {first.text.strip()[:80]}), "
+              "not by the OOM killer's SIGKILL: the OOM kill in the kernel log hit another process")
+    trace.append(f"counter: {reason}")
+    return {"host_oom": (0.35, (reason,))}
+
+
 def counter_evidence(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
     out: dict[str, tuple[float, tuple[str, ...]]] = {}
-    sizes = [(f, _num(f)) for f in _facts(case, "shm.size_bytes")]
+    sizes = effective_shm_size(case)
     uses = [(f, _num(f)) for f in _facts(case, "shm.use_pct")]
     big = [(f, v) for f, v in sizes if v is not None and v >= GIB]
     low_use = [(f, v) for f, v in uses if v is not None and v < 50]

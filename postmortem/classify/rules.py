@@ -11,6 +11,7 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Iterable
 
+from postmortem.classify.counter import effective_shm_size
 from postmortem.knowledge import Knowledge
 from postmortem.model import Case, Category, Event, Finding, Ref, Stack
 
@@ -136,6 +137,8 @@ class XidCatalog(Rule):
 SIGBUS_NAMES = re.compile(r"\b(?:SIGBUS|Bus error)\b")
 SIGKILL_NAMES = re.compile(r"\b(?:SIGKILL|Killed)\b")
 NCCL_FRAME = re.compile(r"nccl|libnccl", re.I)
+SHM_FRAME = re.compile(r"shared_memory|/dev/shm|\bpsm_|_share_(?:fd|filename)_|shm_open|posix_fallocate|MapAllocator|libshm")
+SMALL_SHM_BYTES = 256 << 20
 
 
 def _is_signal(e: Event, signo: int, names: re.Pattern[str]) -> bool:
@@ -154,7 +157,7 @@ def _is_sigbus(e: Event) -> bool:
 
 def _stack_mentions(stacks: Iterable[Stack], pattern: re.Pattern[str]) -> list[Stack]:
     return [s for s in stacks if any(pattern.search(f.function or "") or pattern.search(f.module or "")
-                                     for f in s.frames)]
+                                     or pattern.search(f.file or "") for f in s.frames)]
 
 
 class SigbusContext(Rule):
@@ -184,16 +187,31 @@ class SigbusContext(Rule):
                 return [finding(k, "shm_exhausted", 0.95, self.id,
                                 f"SIGBUS at an address inside {mapping} (offset {e.data.get('mapping_offset')}): the tmpfs had no page to give",
                                 [e], "root", "SIGBUS")]
+        # Softer signs, each with its own strength; the strongest one sets the support.
+        signs: list[tuple[float, str, tuple[Ref, ...]]] = []
         nccl_stacks = _stack_mentions(case.stacks, NCCL_FRAME)
         if nccl_stacks:
-            trace.append(f"{self.id}: SIGBUS with NCCL frames on the stack ({nccl_stacks[0].ref.describe()})")
-            return [finding(k, "shm_exhausted", 0.62, self.id,
-                            "SIGBUS inside NCCL code: NCCL's shared-memory segments live in /dev/shm, and an undersized /dev/shm surfaces as SIGBUS on first touch",
-                            buses, "root", "SIGBUS", extra_refs=(nccl_stacks[0].ref,))]
-        trace.append(f"{self.id}: SIGBUS without location; weak shm suspicion")
-        return [finding(k, "shm_exhausted", 0.4, self.id,
-                        "a process died of SIGBUS; in training jobs that is most often an exhausted /dev/shm (no location known to confirm it)",
-                        buses, "root", "SIGBUS")]
+            signs.append((0.62, "the SIGBUS hit inside NCCL code: NCCL's shared-memory segments live in /dev/shm, "
+                                "and an undersized /dev/shm surfaces as SIGBUS on first touch", (nccl_stacks[0].ref,)))
+        shm_stacks = _stack_mentions(case.stacks, SHM_FRAME)
+        if shm_stacks:
+            signs.append((0.7, "the crashing stack is writing shared memory", (shm_stacks[0].ref,)))
+        small = [(f, v) for f, v in effective_shm_size(case) if v is not None and v <= SMALL_SHM_BYTES]
+        if small:
+            f, v = small[0]
+            signs.append((0.78, f"/dev/shm is only {v / (1 << 20):.0f} MiB ({f.ref.describe()}), "
+                                "the container default that DataLoader workers and NCCL overflow", (f.ref,)))
+        if not signs:
+            trace.append(f"{self.id}: SIGBUS without location; weak shm suspicion")
+            return [finding(k, "shm_exhausted", 0.4, self.id,
+                            "a process died of SIGBUS; in training jobs that is most often an exhausted /dev/shm "
+                            "(no location known to confirm it)", buses, "root", "SIGBUS")]
+        signs.sort(key=lambda s: -s[0])
+        w = 1 - (1 - signs[0][0]) * (0.8 if len(signs) > 1 else 1.0)
+        refs = tuple(r for _, _, rs in signs for r in rs)
+        trace.append(f"{self.id}: SIGBUS with {len(signs)} shm sign(s): " + "; ".join(t for _, t, _ in signs))
+        return [finding(k, "shm_exhausted", w, self.id, "SIGBUS: " + "; ".join(t for _, t, _ in signs),
+                        buses, "root", "SIGBUS", extra_refs=refs)]
 
 
 class NcclVersionMismatch(Rule):
@@ -216,37 +234,54 @@ class NcclVersionMismatch(Rule):
                         events, "root", "versions")]
 
 
-class CollectiveTimeout(Rule):
-    """Watchdog timeouts: whose were they?
+COLLECTIVE_FRAME = re.compile(r"barrier|all_?reduce|all_?gather|broadcast|reduce_scatter|all_to_all|alltoall|"
+                              r"\bwait\b|monitored_barrier|synchronize", re.I)
+TIMEOUT_KINDS = ("msg.watchdog_timeout", "msg.gloo_timeout")
 
-    When some ranks time out and others never report, the silent ranks were busy
-    elsewhere (a straggler: preprocessing, a long save); an early sequence number (the
-    first collectives of the job) and a progress bar make that reading stronger.  When
-    every rank we know of timed out, the collective itself was stuck."""
+
+class CollectiveTimeout(Rule):
+    """Collective timeouts (NCCL watchdog, gloo): whose were they?
+
+    When some ranks time out and others of the job never report one, the silent ranks
+    were busy elsewhere (a straggler: preprocessing, a long save).  Stronger when the
+    timeout hit the first collectives of the job (a low SeqNum), when a progress bar
+    shows work still running, or when stack dumps show one rank waiting in a collective
+    while another is in ordinary code.  When every rank we know of timed out, the
+    collective itself was stuck."""
 
     id = "collective-timeout"
 
     def findings(self, case, k, trace):
-        timeouts = [e for e in case.events if e.kind == "msg.watchdog_timeout"]
+        timeouts = [e for e in case.events if e.kind in TIMEOUT_KINDS]
         if not timeouts:
             return []
-        ranks = {e.rank for e in timeouts if e.rank is not None}
-        world = self._world_size(case)
-        top = (world - 1) if world else (max(ranks) if ranks else -1)
-        silent = sorted(set(range(top + 1)) - ranks) if ranks else []
+        timed_out = {e.rank for e in timeouts if e.rank is not None}
+        world = self._world(case, timed_out)
+        silent = sorted(world - timed_out) if timed_out else []
+        world_known_apart = bool(world - timed_out) and (len(timed_out) >= 2 or self._world_size(case) or self._launcher_ranks(case))
         seqs = [int(e.data["seq"]) for e in timeouts if str(e.data.get("seq", "")).isdigit()]
         early = bool(seqs) and max(seqs) <= 10
         progress = [e for e in case.events if e.kind == "msg.progress_bar"]
-        if silent and len(ranks) >= 2:
-            w = 0.5 + (0.12 if early else 0) + (0.1 if progress else 0)
-            what = f"; the log shows '{progress[0].data.get('task', '').strip()}' still running" if progress else ""
-            summary = (f"ranks {sorted(ranks)} timed out in {timeouts[0].data.get('op', 'a collective')} "
-                       f"(SeqNum {min(seqs) if seqs else '?'}) while rank(s) {silent} never reported{what}")
-            trace.append(f"{self.id}: straggler: silent ranks {silent}, early={early}, progress={bool(progress)}")
-            return [finding(k, "straggler_timeout", w, self.id, summary, timeouts + progress[:1], "root", "timeout")]
+        busy, waiting = self._dumps(case)
+        if silent and world_known_apart:
+            w = 0.5 + (0.12 if early else 0) + (0.1 if progress else 0) + (0.12 if busy and waiting else 0)
+            why = []
+            if progress:
+                why.append(f"the log shows '{progress[0].data.get('task', '').strip()}' still running")
+            if busy and waiting:
+                why.append(f"a stack dump shows a rank in {busy[0].frames[0].function}() while another waits in "
+                           f"{waiting[0].frames[0].function}()")
+            op = timeouts[0].data.get("op", "a collective")
+            summary = (f"rank(s) {sorted(timed_out)} timed out in {op}"
+                       f"{f' (SeqNum {min(seqs)})' if seqs else ''} while rank(s) {silent} never reported a timeout"
+                       + (f"; {'; '.join(why)}" if why else ""))
+            trace.append(f"{self.id}: straggler: silent {silent}, early={early}, progress={bool(progress)}, dumps={bool(busy and waiting)}")
+            extra = tuple(s.ref for s in busy[:1] + waiting[:1])
+            return [finding(k, "straggler_timeout", w, self.id, summary, timeouts + progress[:1], "root", "timeout",
+                            extra_refs=extra)]
         trace.append(f"{self.id}: no rank is known to be missing; the collective itself was stuck")
         return [finding(k, "nccl_timeout", 0.4, self.id,
-                        f"{len(timeouts)} watchdog timeout(s) across ranks {sorted(ranks) or '?'}; no other fault found",
+                        f"{len(timeouts)} collective timeout(s) across ranks {sorted(timed_out) or '?'}; no other fault found",
                         timeouts, "root", "timeout")]
 
     @staticmethod
@@ -254,6 +289,26 @@ class CollectiveTimeout(Rule):
         sizes = [int(e.data["nranks"]) for e in case.events
                  if e.kind == "nccl.init" and str(e.data.get("nranks", "")).isdigit()]
         return max(sizes) if sizes else None
+
+    @staticmethod
+    def _launcher_ranks(case: Case) -> set[int]:
+        return {e.rank for e in case.events if e.kind == "launcher.child_failed" and e.rank is not None}
+
+    def _world(self, case: Case, timed_out: set[int]) -> set[int]:
+        size = self._world_size(case)
+        if size:
+            return set(range(size))
+        ranks = self._launcher_ranks(case) | timed_out
+        return set(range(max(ranks) + 1)) if ranks else set()
+
+    @staticmethod
+    def _dumps(case: Case) -> tuple[list[Stack], list[Stack]]:
+        """Thread dumps (faulthandler) split into ranks busy in ordinary code and ranks
+        waiting in a collective."""
+        dumps = [s for s in case.stacks if s.origin == "faulthandler" and s.frames]
+        waiting = [s for s in dumps if any(COLLECTIVE_FRAME.search(f.function or "") for f in s.frames)]
+        busy = [s for s in dumps if s not in waiting]
+        return busy, waiting
 
 
 class SilentCollectiveHang(Rule):
