@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from postmortem import bundle, knowledge, timeline
 from postmortem.classify import classify
@@ -32,6 +33,7 @@ class _Collected:
     stacks: list[Stack] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     artifacts: list[Artifact] = field(default_factory=list)
+    counter: Iterator[int] = field(default_factory=itertools.count)  # reading order of events
 
 
 def analyze(path: Path, options: Options = Options()) -> Analysis:
@@ -42,7 +44,7 @@ def analyze(path: Path, options: Options = Options()) -> Analysis:
         if options.progress:
             options.progress(entry.path)
         got.artifacts.append(_read_entry(entry, got, options, k))
-    events = tuple(dataclasses.replace(e, seq=i) for i, e in enumerate(got.events))
+    events = tuple(got.events)
     artifacts = tuple(sorted(got.artifacts, key=lambda a: a.path))
     case = Case(bundle.bundle_name(path), events, tuple(got.stacks), tuple(got.facts), artifacts)
     placed = timeline.place(case, tz=options.tz)
@@ -78,7 +80,7 @@ def _read_content(entry, stream, kind: str, got: _Collected, options: Options, b
                   compressed: bool) -> Artifact:
     label = f"{kind} (gzip)" if compressed else kind
     if kind == "text":
-        result = parse_text(entry.path, bundle.iter_lines(stream), host=entry.host, k=k)
+        result = parse_text(entry.path, bundle.iter_lines(stream), host=entry.host, k=k, counter=got.counter)
         got.events.extend(result.sink.events)
         got.stacks.extend(result.sink.stacks)
         got.facts.extend(result.sink.facts)
@@ -105,7 +107,7 @@ def _read_core(entry, stream, got: _Collected, options: Options, base: dict, lab
         return Artifact(kind=label, status=ArtifactStatus.SKIPPED, message="core reader unavailable", **base)
     seekable = stream if stream.seekable() else io.BytesIO(stream.read(64 << 20))
     result = core.read_core(seekable, entry.path)
-    got.events.extend(result.events)
+    got.events.extend(dataclasses.replace(e, seq=next(got.counter)) for e in result.events)
     got.stacks.extend(result.stacks)
     got.facts.extend(result.facts)
     status = ArtifactStatus.OK if not result.truncated else ArtifactStatus.ERROR

@@ -138,18 +138,14 @@ def place(case: Case, tz: str | None = None) -> Placed:
         when = _when(e, zone, zone_note, year, boots, delta_base)
         if when and e.stamp and e.stamp.clock is ClockKind.WALL_LOCAL:
             local_used = True
-        placed.append(dataclasses.replace(e, when=when))
+        placed.append(_with_when(e, when))
         by_artifact[e.ref.path].append(len(placed) - 1)
 
     anchored_boots = _boot_from_process_deaths(placed, boots)
     if anchored_boots:
         boots.update(anchored_boots)
         delta_base.clear()
-        placed = [dataclasses.replace(e, when=_when(e, zone, zone_note, year, boots, delta_base)) for e in events]
-        for e in placed:
-            b = anchored_boots.get(e.host)
-            if b and e.stamp and e.stamp.clock is ClockKind.BOOT and e.when and e.when.at:
-                placed[placed.index(e)] = e
+        placed = [_with_when(e, _when(e, zone, zone_note, year, boots, delta_base)) for e in events]
     skews = _host_skews(placed)
     placed = _apply_skews(placed, skews, notes)
     _place_untimed(placed, by_artifact, case)
@@ -164,6 +160,11 @@ def place(case: Case, tz: str | None = None) -> Placed:
         notes.append(f"boot time of {host or 'the host'}: {bt.isoformat()} ({where})")
     hosts = tuple(sorted({e.host for e in placed if e.host}))
     return Placed(dataclasses.replace(case, events=tuple(placed)), tuple(notes), hosts)
+
+
+def _with_when(e: Event, when: When | None) -> Event:
+    """dataclasses.replace(e, when=when), several times faster (this runs per event)."""
+    return Event(e.kind, e.text, e.ref, e.severity, e.stamp, e.host, e.pid, e.tid, e.rank, e.data, when, e.seq)
 
 
 def _share_line_stamps(events: list[Event]) -> list[Event]:
@@ -262,7 +263,7 @@ def _apply_skews(placed: list[Event], skews: dict, notes: list[str]) -> list[Eve
         if abs(skew) <= resolution:
             continue
         shift = timedelta(seconds=skew)
-        out = [dataclasses.replace(e, when=When(
+        out = [_with_when(e, When(
             e.when.at - shift, Basis.ANCHORED, (e.when.uncertainty_s or 0) + resolution,
             f"{e.when.note + '; ' if e.when.note else ''}shifted {-skew:+.3f} s onto {ref}'s clock "
             f"(skew from {n} anchor(s))"))
@@ -295,7 +296,7 @@ def _pin_to_process_death(placed: list[Event]) -> None:
             death = min(candidates, key=lambda c: c.when.at) if len(dying) == 1 else None  # type: ignore[union-attr]
         if death is None:
             continue
-        placed[i] = dataclasses.replace(e, when=When(
+        placed[i] = _with_when(e, When(
             death.when.at, Basis.ANCHORED, 2.0,  # type: ignore[union-attr]
             f"no time printed; pinned to the launcher's record of this process dying ({death.ref.describe()})"))
 
@@ -363,28 +364,28 @@ def _place_untimed(placed: list[Event], by_artifact: dict[str, list[int]], case:
     mtimes = {a.path: a.mtime for a in case.artifacts}
     for path, idxs in by_artifact.items():
         timed = [i for i in idxs if placed[i].when and placed[i].when.at]
-        for pos, i in enumerate(idxs):
+        nxt = 0  # index into `timed` of the first timed line after the current one
+        for i in idxs:
+            while nxt < len(timed) and timed[nxt] <= i:
+                nxt += 1
             e = placed[i]
             if e.when and (e.when.at or e.when.basis is Basis.ORDER_ONLY):
                 continue
             if e.kind.startswith("core.") and mtimes.get(path):
-                placed[i] = dataclasses.replace(e, when=When(
+                placed[i] = _with_when(e, When(
                     mtimes[path], Basis.MTIME, 60.0, "core file's modification time (written at the crash)"))
                 continue
-            before = [j for j in timed if j < i]
-            after = [j for j in timed if j > i]
+            before = placed[timed[nxt - 1]].when.at if nxt > 0 else None  # type: ignore[union-attr]
+            after = placed[timed[nxt]].when.at if nxt < len(timed) else None  # type: ignore[union-attr]
             if before:
-                t0 = placed[before[-1]].when.at  # type: ignore[union-attr]
-                t1 = placed[after[0]].when.at if after else None  # type: ignore[union-attr]
-                gap = (t1 - t0).total_seconds() if t1 and t1 >= t0 else None
-                placed[i] = dataclasses.replace(e, when=When(
-                    t0, Basis.ANCHORED, gap, "no time printed; placed after the previous timed line of this file"))
+                gap = (after - before).total_seconds() if after and after >= before else None
+                placed[i] = _with_when(e, When(
+                    before, Basis.ANCHORED, gap, "no time printed; placed after the previous timed line of this file"))
             elif after:
-                t1 = placed[after[0]].when.at  # type: ignore[union-attr]
-                placed[i] = dataclasses.replace(e, when=When(
-                    t1, Basis.ANCHORED, None, "no time printed; at or before the next timed line of this file"))
+                placed[i] = _with_when(e, When(
+                    after, Basis.ANCHORED, None, "no time printed; at or before the next timed line of this file"))
             else:
-                placed[i] = dataclasses.replace(e, when=When(None, Basis.ORDER_ONLY, None, "no time printed"))
+                placed[i] = _with_when(e, When(None, Basis.ORDER_ONLY, None, "no time printed"))
 
 
 def _join_ranks(events: list[Event], case: Case) -> list[Event]:

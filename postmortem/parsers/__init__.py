@@ -9,7 +9,7 @@ files (messages.py) are matched on every line in addition, whoever claimed it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from postmortem import knowledge
 from postmortem.parsers import (
@@ -48,9 +48,10 @@ class TextResult:
 
 
 def parse_text(path: str, raw_lines: Iterable[str], host: str | None = None,
-               k: knowledge.Knowledge | None = None) -> TextResult:
-    """Read one text artifact; never raises on content."""
-    sink = Sink()
+               k: knowledge.Knowledge | None = None, counter: Iterator[int] | None = None) -> TextResult:
+    """Read one text artifact; never raises on content.  `counter` numbers events in
+    reading order across a whole bundle."""
+    sink = Sink(counter=counter) if counter is not None else Sink()
     parsers = [cls(path, sink) for cls in PARSERS]
     matcher = messages.MessageMatcher(path, sink, k)
     used: set[str] = set()

@@ -15,9 +15,10 @@ that no parser claims is counted as `unclaimed` on its artifact.
 """
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Iterator
 
 from postmortem.model import Event, Fact, Ref, Severity, Stack, Stamp
 
@@ -44,6 +45,8 @@ class Sink:
     stacks: list[Stack] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # Reading order across the whole bundle: the pipeline shares one counter between sinks.
+    counter: Iterator[int] = field(default_factory=itertools.count)
 
     def event(self, line: Line, kind: str, severity: Severity = Severity.INFO, *,
               stamp: Stamp | None = None, host: str | None = None, pid: int | None = None,
@@ -61,6 +64,7 @@ class Sink:
             tid=tid,
             rank=rank if rank is not None else line.rank,
             data={**(data or {}), **more},
+            seq=next(self.counter),
         )
         self.events.append(ev)
         return ev

@@ -13,6 +13,7 @@ import re
 from postmortem import knowledge
 from postmortem.model import Severity
 from postmortem.parsers.base import Line, Sink
+from postmortem.parsers.keywords import any_word
 from postmortem.parsers.stamps import leading_stamp
 
 
@@ -25,8 +26,7 @@ class MessageMatcher:
         self.k = k or knowledge.load()
         key = id(self.k.messages)
         if key not in self._compiled:
-            words = sorted({kw for m in self.k.messages for kw in m.keywords}, key=len, reverse=True)
-            self._compiled[key] = (re.compile("|".join(map(re.escape, words))), self.k.messages)
+            self._compiled[key] = (any_word(kw for m in self.k.messages for kw in m.keywords), self.k.messages)
         self.prefilter, self.patterns = self._compiled[key]
 
     def feed(self, line: Line) -> bool:

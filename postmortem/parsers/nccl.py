@@ -293,12 +293,9 @@ def _stamp(ts: str | None) -> Stamp | None:
 def emit(sink, line: Line, kind: str, severity: Severity, *, stamp: Stamp | None = None,
          host: str | None = None, pid: int | None = None, tid: int | None = None,
          rank: int | None = None, text: str | None = None, data: dict) -> Event:
-    """Sink.event, but `data` is a dict so it may hold keys named `line` and `rank`."""
-    ev = Event(kind=kind, text=line.text if text is None else text, ref=line.ref(), severity=severity,
-               stamp=stamp if stamp is not None else line.stamp, host=host if host is not None else line.host,
-               pid=pid, tid=tid, rank=rank if rank is not None else line.rank, data=data)
-    sink.events.append(ev)
-    return ev
+    """Sink.event with `data` as a dict, so it may hold keys named `line` and `rank`."""
+    return sink.event(line, kind, severity, stamp=stamp, host=host, pid=pid, tid=tid, rank=rank,
+                      text=text, data=data)
 
 
 @dataclass
