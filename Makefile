@@ -23,7 +23,10 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 bench: $(STAMP)
-	$(PY) bench/run.py
+	$(PY) bench/parse_bench.py --mb 20
+	$(PY) bench/core_bench.py
+	$(PY) bench/report_bench.py
+	$(PY) bench/triage_bench.py
 
 clean:
 	rm -rf $(VENV) build dist reports/*.html
