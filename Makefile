@@ -17,7 +17,7 @@ $(STAMP): $(PY) pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/postmortem analyze fixtures/demo --html reports/demo.html
+	$(VENV)/bin/postmortem analyze fixtures/demo/bundle --html reports/demo.html
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -10,7 +10,7 @@ from typing import Any
 
 from postmortem import __version__
 from postmortem.model import Analysis, Artifact, Event, Fact, Finding, Ref, Stack
-from postmortem.report.rows import timeline_rows
+from postmortem.report.rows import shown_events, timeline_rows
 
 SCHEMA = "postmortem.verdict/1"
 
@@ -66,7 +66,7 @@ def artifact_json(a: Artifact) -> dict[str, Any]:
 
 def to_dict(a: Analysis) -> dict[str, Any]:
     v = a.verdict
-    events = sorted(a.case.events, key=_order)
+    events = sorted(shown_events(a.case.events), key=_order)
     return {
         "schema": SCHEMA,
         "tool": {"name": "postmortem", "version": __version__},

@@ -14,6 +14,14 @@ from postmortem.model import Event
 _MASK = re.compile(r"0x[0-9a-fA-F]+|\d+")
 
 
+def shown_events(events: Iterable[Event]) -> list[Event]:
+    """Events as a timeline shows them: a known-message event (`msg.*`) on a line that a
+    format parser also read is the same line twice, so only the parser's event stays."""
+    events = list(events)
+    parsed = {(e.ref.path, e.ref.line) for e in events if not e.kind.startswith("msg.") and e.ref.line is not None}
+    return [e for e in events if not (e.kind.startswith("msg.") and (e.ref.path, e.ref.line) in parsed)]
+
+
 def shape(e: Event) -> tuple[str, str]:
     return e.kind, _MASK.sub("#", e.text)[:300]
 

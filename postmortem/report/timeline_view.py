@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Iterable
 
 from postmortem.model import Analysis, Basis, Event, Ref, Severity
-from postmortem.report.rows import shape
+from postmortem.report.rows import shape, shown_events
 from postmortem.timeline import sort_key
 
 # Where an event came from, by the first part of its kind (docs/kinds.md).
@@ -127,7 +127,7 @@ def build(analysis: Analysis, cited: Iterable[Ref] = ()) -> TimelineView:
     root_seq = verdict.root.first_seq if verdict.root else None
     cited_keys = {ref_key(r) for r in cited}
     builder = _Builder(root_keys, root_seq, cited_keys)
-    for event in sorted(analysis.case.events, key=sort_key):
+    for event in sorted(shown_events(analysis.case.events), key=sort_key):
         builder.add(event)
     return builder.finish()
 
