@@ -404,7 +404,8 @@ def _join_ranks(events: list[Event], case: Case) -> list[Event]:
     out = []
     for e in events:
         if e.rank is None and e.pid is not None and (e.host, e.pid) in rank_of:
-            e = dataclasses.replace(e, rank=rank_of[(e.host, e.pid)])
+            e = Event(e.kind, e.text, e.ref, e.severity, e.stamp, e.host, e.pid, e.tid,
+                      rank_of[(e.host, e.pid)], e.data, e.when, e.seq)
         out.append(e)
     return out
 

@@ -92,6 +92,12 @@ class LineParser:
 
     name: ClassVar[str] = "base"
     prefilter: ClassVar[re.Pattern[str] | None] = None
+    # Optional cheap gate in front of `prefilter` (which stays the truth): a line can only
+    # pass the prefilter if `gate_start` matches at its start or it contains one of
+    # `gate_words`.  Big prefilters with unanchored branches cost tens of microseconds a
+    # line; the gate rejects most lines in one or two.
+    gate_start: ClassVar[re.Pattern[str] | None] = None
+    gate_words: ClassVar[re.Pattern[str] | None] = None
 
     def __init__(self, path: str, sink: Sink) -> None:
         self.path = path
@@ -102,7 +108,14 @@ class LineParser:
         return False
 
     def wants(self, line: Line) -> bool:
-        return self.prefilter is not None and self.prefilter.search(line.text) is not None
+        if self.prefilter is None:
+            return False
+        text = line.text
+        if self.gate_start is not None or self.gate_words is not None:
+            if not ((self.gate_start is not None and self.gate_start.match(text))
+                    or (self.gate_words is not None and self.gate_words.search(text))):
+                return False
+        return self.prefilter.search(text) is not None
 
     def feed(self, line: Line) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError

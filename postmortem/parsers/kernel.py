@@ -28,6 +28,7 @@ from lark.exceptions import LarkError
 from postmortem import grammar
 from postmortem.model import ClockKind, Severity, Stamp
 from postmortem.parsers.base import Line, LineParser
+from postmortem.parsers.keywords import any_word
 from postmortem.parsers.nccl import emit
 
 _MONTHS = {m: i for i, m in enumerate(
@@ -88,6 +89,16 @@ PREFILTER = re.compile(
     r"|kern: *[a-z]+: \["
     r"|ECC| \| Asserted|- Assertion"
     r"|" + _BARE_MESSAGE.pattern[1:])
+
+# A necessary condition for PREFILTER, checked first (see LineParser.gate_start).
+GATE_START = re.compile(r"(?:<\d+>)?\[|\d{4}-\d\d-\d\dT|[a-z0-9]+ *:[a-z]+ *: |\d+,\d+,\d+,|[A-Z][a-z]{2} [ \d]\d |"
+                        r"NVRM: |nvidia-nvswitch|\S+\[\d+\]: |traps: |\{\d+\}|mce: |EDAC |INFO: task |oom-kill|"
+                        r"\S+ invoked oom-killer|CMCI|Memory |MCE: |Out of memory|pcieport |nvidia |mlx5_core |\s*[0-9a-fA-F]+ \| ")
+GATE_WORDS = any_word(["kern:", "ECC", " | Asserted", "- Assertion", " kernel: ", "NVRM: ", "nvidia-nvswitch",
+                       "out of memory: Kill", "Out of memory: Kill", "]: segfault at ", "traps: ", "[Hardware Error]",
+                       "mce: ", "EDAC ", " blocked for more than ", "oom-kill:constraint=", " invoked oom-killer: ",
+                       "CMCI storm", "Memory failure: ", "MCE: Killing ", "pcieport ", "nvidia ", "mlx5_core ",
+                       "emory error", "achine heck", "achine Check"])
 
 # ---------------------------------------------------------------------------------
 # 2. message kinds
@@ -268,6 +279,8 @@ def split_prefix(text: str) -> tuple[str | None, Stamp | None, dict, str]:
 class KernelParser(LineParser):
     name = "kernel"
     prefilter = PREFILTER
+    gate_start = GATE_START
+    gate_words = GATE_WORDS
 
     def __init__(self, path, sink) -> None:
         super().__init__(path, sink)

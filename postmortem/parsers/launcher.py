@@ -19,6 +19,7 @@ from lark import Transformer, v_args
 from postmortem.grammar import load
 from postmortem.model import ClockKind, Severity, Stamp
 from postmortem.parsers.base import Line, LineParser
+from postmortem.parsers.keywords import any_word
 
 # Linux signal numbers (x86-64/arm64 generic numbering).
 SIGNALS: dict[int, str] = {
@@ -289,6 +290,12 @@ class _Table:
 class LauncherParser(LineParser):
     name = "launcher"
     prefilter = re.compile("|".join(f"(?:{rx.pattern})" for _, rx in FAMILIES))
+    # Necessary conditions for the prefilter, cheap to test (see LineParser.gate_start).
+    gate_start = re.compile(rf"\S+ FAILED|(?:Other )?Failures:|Root Cause|\[\d+\]:|mpirun noticed|Primary job|srun: error|"
+                            rf"slurmstepd|[\w./-]+: line \d+: |(?:{_STRSIGNAL_ALTERNATION})|\(raylet\)")
+    gate_words = any_word(["ChildFailedError:", "closing signal SIG", "via signal SIG", "failed (exitcode: ",
+                           "death signal, shutting down", "] Killing subprocess", "] exits with return code = ",
+                           "ProcessExitedException: process"])
 
     def __init__(self, path, sink) -> None:
         super().__init__(path, sink)

@@ -21,6 +21,7 @@ from lark import Token, Tree
 
 from postmortem.grammar import load
 from postmortem.parsers.base import Line, LineParser
+from postmortem.parsers.keywords import any_word
 
 _UNITS: dict[str, int] = {"": 1, "B": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4,
                           "P": 1024**5, "E": 1024**6, "Z": 1024**7, "Y": 1024**8}
@@ -430,6 +431,12 @@ class SystemParser(LineParser):
     name = "system"
     prefilter = re.compile("|".join([*(f"(?:{b.opener.pattern})" for b in BLOCKS),
                                      *(f"(?:{rx.pattern})" for _, rx, _ in LINE_FORMATS)]))
+    # Every format is anchored at the line start except bash's `ulimit -a` rows (`(-n) 1024`).
+    gate_start = re.compile("|".join([*(f"(?:{b.opener.pattern.lstrip('^')})" for b in BLOCKS),
+                                      *(f"(?:{rx.pattern.lstrip('^')})" for name, rx, _ in LINE_FORMATS
+                                        if name != "ulimit_line"),
+                                      r"-[A-Za-z]: ", r"[a-z]"]))
+    gate_words = any_word(["(-", ", -"])
 
     def __init__(self, path, sink) -> None:
         super().__init__(path, sink)

@@ -89,6 +89,12 @@ def strip(text: str) -> tuple[str, int | None, str | None, Stamp | None]:
     return text, rank, host, stamp
 
 
+# Programs that prefix their own name (Slurm's step daemon names itself after the node).
+_NOT_HOST_PREFIXES = ("slurmstepd", "srun", "sbatch", "salloc", "mpirun", "orted", "prterun")
+
+
 def _looks_like_host(word: str) -> bool:
     # Hosts in pdsh/deepspeed prefixes have a digit or a dash/dot (node12, gpu-a-3, worker-0.cluster).
+    if word.startswith(_NOT_HOST_PREFIXES):
+        return False
     return any(c.isdigit() for c in word) or "-" in word
