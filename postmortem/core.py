@@ -29,18 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator, Sequence
 
+from postmortem import signals
 from postmortem.model import Event, Fact, Frame, Ref, Severity, Stack
 
 # --------------------------------------------------------------------------- tables
 
-SIGNAL_NAMES = {
-    1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT",
-    7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2",
-    13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM", 16: "SIGSTKFLT", 17: "SIGCHLD",
-    18: "SIGCONT", 19: "SIGSTOP", 20: "SIGTSTP", 21: "SIGTTIN", 22: "SIGTTOU",
-    23: "SIGURG", 24: "SIGXCPU", 25: "SIGXFSZ", 26: "SIGVTALRM", 27: "SIGPROF",
-    28: "SIGWINCH", 29: "SIGIO", 30: "SIGPWR", 31: "SIGSYS",
-}
+SIGNAL_NAMES = signals.NAMES
 SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV = 4, 5, 7, 8, 11
 
 # Signals the kernel raises for a faulting instruction: si_addr is meaningful.

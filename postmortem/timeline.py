@@ -28,6 +28,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 
+from postmortem import signals
 from postmortem.model import Basis, Case, ClockKind, Event, When
 
 UTC = timezone.utc
@@ -301,13 +302,8 @@ def _pin_to_process_death(placed: list[Event]) -> None:
             f"no time printed; pinned to the launcher's record of this process dying ({death.ref.describe()})"))
 
 
-_SIGNAL_ALIASES = {"bus error": "SIGBUS", "segmentation fault": "SIGSEGV", "aborted": "SIGABRT",
-                   "killed": "SIGKILL", "floating point exception": "SIGFPE", "illegal instruction": "SIGILL"}
-
-
 def _signal_name(text: str) -> str:
-    text = text.strip()
-    return _SIGNAL_ALIASES.get(text.lower(), text.upper())
+    return signals.name_of(text) or text.strip().upper()
 
 
 def _when(e: Event, zone: tzinfo, zone_note: str, year: int | None,

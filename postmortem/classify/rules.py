@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Iterable
 
 from postmortem.classify.counter import effective_shm_size
+from postmortem import signals
 from postmortem.knowledge import Knowledge
 from postmortem.model import Case, Category, Event, Finding, Ref, Stack
 
@@ -134,25 +135,22 @@ class XidCatalog(Rule):
         return out
 
 
-SIGBUS_NAMES = re.compile(r"\b(?:SIGBUS|Bus error)\b")
-SIGKILL_NAMES = re.compile(r"\b(?:SIGKILL|Killed)\b")
 NCCL_FRAME = re.compile(r"nccl|libnccl", re.I)
 SHM_FRAME = re.compile(r"shared_memory|/dev/shm|\bpsm_|_share_(?:fd|filename)_|shm_open|posix_fallocate|MapAllocator|libshm")
 SMALL_SHM_BYTES = 256 << 20
 
 
-def _is_signal(e: Event, signo: int, names: re.Pattern[str]) -> bool:
-    """Does this event say a process died of signal `signo`?  Parsers and message
-    patterns use the keys signal/signame (a name), signo (a number), exitcode (-signo)."""
+def died_of(e: Event, name: str) -> bool:
+    """Does this event say a process died of signal `name` (e.g. SIGBUS)?  Parsers and
+    message patterns spell it as signal/signame (a name or strsignal text), signo (a
+    number) or exitcode (minus the number)."""
     d = e.data
-    for key in ("signal", "signame"):
-        if isinstance(d.get(key), str) and names.search(d[key]):
-            return True
-    return str(d.get("signo", "")) == str(signo) or str(d.get("exitcode", "")) == str(-signo)
+    return (any(signals.name_of(d.get(key)) == name for key in ("signal", "signame", "signo"))
+            or signals.of_exitcode(d.get("exitcode")) == name)
 
 
 def _is_sigbus(e: Event) -> bool:
-    return _is_signal(e, 7, SIGBUS_NAMES)
+    return died_of(e, "SIGBUS")
 
 
 def _stack_mentions(stacks: Iterable[Stack], pattern: re.Pattern[str]) -> list[Stack]:
@@ -350,7 +348,7 @@ class KilledWithoutReason(Rule):
     id = "sigkill-exit"
 
     def findings(self, case, k, trace):
-        kills = [e for e in case.events if _is_signal(e, 9, SIGKILL_NAMES)
+        kills = [e for e in case.events if died_of(e, "SIGKILL")
                  and not e.kind.startswith("msg.dataloader")]
         if not kills:
             return []

@@ -22,17 +22,14 @@ from lark.exceptions import LarkError
 
 from postmortem import grammar
 from postmortem.model import Frame, Severity, Stack
+from postmortem import signals
 from postmortem.parsers.base import Line, LineParser
 
 # strsignal() texts faulthandler prints for the signals it handles (3.13 hyphenates
 # "Floating-point"), and their numbers on Linux.
 FATAL_SIGNALS: dict[str, int] = {
-    "Segmentation fault": 11,
-    "Bus error": 7,
-    "Aborted": 6,
-    "Floating point exception": 8,
-    "Floating-point exception": 8,
-    "Illegal instruction": 4,
+    text: signals.NUMBERS[name] for text, name in signals.TEXTS.items()
+    if name in ("SIGSEGV", "SIGBUS", "SIGABRT", "SIGFPE", "SIGILL")
 }
 
 # Lines that can start or belong to a dump when no dump is open.  Markers (`  ...`,

@@ -21,14 +21,11 @@ from lark.exceptions import LarkError
 
 from postmortem import grammar
 from postmortem.model import Frame, Severity, Stack
+from postmortem import signals
 from postmortem.parsers.base import Line, LineParser
 
-# Linux x86-64 signal numbers for the names debuggers print.
-SIGNALS: dict[str, int] = {
-    "SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGTRAP": 5, "SIGABRT": 6,
-    "SIGBUS": 7, "SIGFPE": 8, "SIGKILL": 9, "SIGUSR1": 10, "SIGSEGV": 11, "SIGUSR2": 12,
-    "SIGPIPE": 13, "SIGALRM": 14, "SIGTERM": 15, "SIGCHLD": 17, "SIGSTOP": 19, "SIGSYS": 31,
-}
+# Signal names debuggers print -> Linux numbers.
+SIGNALS = signals.NUMBERS
 
 PREFILTER = re.compile(
     r"^\s*(?:#\d+\s+\S|Thread \d+ \((?:Thread 0x|LWP )|\[Current thread is \d+ "

@@ -18,25 +18,13 @@ from lark import Transformer, v_args
 
 from postmortem.grammar import load
 from postmortem.model import ClockKind, Severity, Stamp
+from postmortem import signals
 from postmortem.parsers.base import Line, LineParser
 from postmortem.parsers.keywords import any_word
 
-# Linux signal numbers (x86-64/arm64 generic numbering).
-SIGNALS: dict[int, str] = {
-    1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT",
-    7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2",
-    13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM", 24: "SIGXCPU", 25: "SIGXFSZ",
-}
-
+SIGNALS = signals.NAMES
 # strsignal(3) texts (glibc) as bash, dash, srun and mpirun print them.
-STRSIGNALS: dict[str, str] = {
-    "Hangup": "SIGHUP", "Interrupt": "SIGINT", "Quit": "SIGQUIT", "Illegal instruction": "SIGILL",
-    "Trace/breakpoint trap": "SIGTRAP", "Aborted": "SIGABRT", "Bus error": "SIGBUS",
-    "Floating point exception": "SIGFPE", "Killed": "SIGKILL", "User defined signal 1": "SIGUSR1",
-    "Segmentation fault": "SIGSEGV", "User defined signal 2": "SIGUSR2", "Broken pipe": "SIGPIPE",
-    "Alarm clock": "SIGALRM", "Terminated": "SIGTERM", "CPU time limit exceeded": "SIGXCPU",
-    "File size limit exceeded": "SIGXFSZ",
-}
+STRSIGNALS = {t: n for t, n in signals.TEXTS.items() if t != "Floating-point exception"}
 
 _STRSIGNAL_ALTERNATION = "|".join(re.escape(s) for s in STRSIGNALS)
 

@@ -25,6 +25,7 @@ from lark.exceptions import LarkError
 
 from postmortem import grammar
 from postmortem.model import Frame, Severity, Stack
+from postmortem import signals
 from postmortem.parsers.base import Line, LineParser
 
 _HEX = r"0x[0-9a-fA-F]+"
@@ -47,10 +48,8 @@ _LOWEST_ABSOLUTE_PC = 0x10000000
 # How many lines of an exception message may follow `what():` (c10 appends hints).
 MAX_WHAT_LINES = 8
 
-# strsignal() text -> signal number (Linux), for UCX's `Caught signal N (text: cause)`.
-SIGNAL_NAMES: dict[int, str] = {
-    4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 11: "SIGSEGV", 15: "SIGTERM",
-}
+# Signal numbers -> names, for UCX's `Caught signal N (text: cause)`.
+SIGNAL_NAMES = signals.NAMES
 
 
 @v_args(inline=True)
