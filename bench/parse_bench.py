@@ -19,17 +19,23 @@ ROOT = Path(__file__).resolve().parent.parent
 PREFIX = re.compile(r"^(\S+?):(\d+):(\d+) ")
 
 
-def real_nccl_lines() -> list[str]:
+def real_nccl_lines(mix: str) -> list[str]:
+    """`info`: the INFO lines of real init sequences (what fills a big NCCL_DEBUG=INFO
+    bundle); `all`: every NCCL line of the corpus, WARNs and error chains included."""
+    files = sorted((ROOT / "fixtures/corpus").glob("*/bundle/*"))
+    if mix == "info":
+        files += [ROOT / "fixtures/nccl/vllm_deepseek_init_2215.txt", ROOT / "fixtures/nccl/tpgds_init_complete.txt"]
     lines = []
-    for f in sorted((ROOT / "fixtures/corpus").glob("*/bundle/*")):
+    for f in files:
         for line in f.read_text(errors="replace").splitlines():
-            if PREFIX.match(line) and " NCCL " in line:
+            line = line.split("] ", 1)[1] if line.startswith("[20") else line  # drop 2.26 stamps
+            if PREFIX.match(line) and " NCCL " in line and (mix == "all" or " NCCL INFO " in line and " -> " not in line):
                 lines.append(line)
     return lines
 
 
-def build(path: Path, mb: float) -> int:
-    base = real_nccl_lines()
+def build(path: Path, mb: float, mix: str = "all") -> int:
+    base = real_nccl_lines(mix)
     target = int(mb * (1 << 20))
     size = n = 0
     with open(path, "w") as out:
@@ -48,6 +54,7 @@ def build(path: Path, mb: float) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=float, default=20.0)
+    ap.add_argument("--mix", choices=("info", "all"), default="info")
     args = ap.parse_args()
     from postmortem.run import analyze
 
@@ -55,7 +62,7 @@ def main() -> None:
         bundle = Path(tmp) / "bundle"
         bundle.mkdir()
         log = bundle / "nccl.log"
-        n = build(log, args.mb)
+        n = build(log, args.mb, args.mix)
         size = log.stat().st_size / (1 << 20)
         t0 = time.perf_counter()
         subprocess.run(["grep", "-cE", "WARN|Xid|error|Error", str(log)], capture_output=True)
@@ -64,7 +71,7 @@ def main() -> None:
         a = analyze(bundle)
         t_pm = time.perf_counter() - t0
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"bundle: {n} lines, {size:.1f} MiB of real NCCL lines (rank-rewritten)")
+        print(f"bundle: {n} lines, {size:.1f} MiB of real NCCL lines (mix {args.mix}, rank-rewritten)")
         print(f"grep -E: {t_grep:.2f} s ({size / t_grep:.0f} MiB/s)")
         print(f"postmortem analyze: {t_pm:.2f} s ({size / t_pm:.1f} MiB/s, {n / t_pm:,.0f} lines/s), "
               f"{len(a.case.events)} events, peak RSS {rss:.0f} MiB, verdict {a.verdict.cause}")

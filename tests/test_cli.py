@@ -1,5 +1,6 @@
 """The CLI as users run it: a subprocess on real fixtures, asserting on the JSON contract."""
 import io
+import random
 import re
 import json
 import os
@@ -131,7 +132,7 @@ def test_links_leaving_the_bundle_are_not_followed(tmp_path):
 def test_binary_junk_gets_a_message_and_the_rest_is_analysed(tmp_path):
     bundle = tmp_path / "b"
     bundle.mkdir()
-    (bundle / "junk.bin").write_bytes(os.urandom(20000))
+    (bundle / "junk.bin").write_bytes(random.Random(1234).randbytes(20000))
     (bundle / "log.txt").write_bytes((CORPUS / "oom-host-oomkiller-fsdp-01/bundle/dmesg.txt").read_bytes())
     v = analyze_json(bundle, tmp_path)
     assert v["verdict"]["cause"] == "host_oom"

@@ -145,8 +145,13 @@ def died_of(e: Event, name: str) -> bool:
     message patterns spell it as signal/signame (a name or strsignal text), signo (a
     number) or exitcode (minus the number)."""
     d = e.data
+    if not d.keys() & _SIGNAL_KEYS:  # most events say nothing about a death: answer fast
+        return False
     return (any(signals.name_of(d.get(key)) == name for key in ("signal", "signame", "signo"))
             or signals.of_exitcode(d.get("exitcode")) == name)
+
+
+_SIGNAL_KEYS = frozenset({"signal", "signame", "signo", "exitcode"})
 
 
 def _is_sigbus(e: Event) -> bool:

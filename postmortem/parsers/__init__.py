@@ -55,14 +55,15 @@ def parse_text(path: str, raw_lines: Iterable[str], host: str | None = None,
     parsers = [cls(path, sink) for cls in PARSERS]
     matcher = messages.MessageMatcher(path, sink, k)
     used: set[str] = set()
+    in_block: list[LineParser] = []  # parsers inside a multi-line block, in registry order
     n = unclaimed = 0
     for n, raw in enumerate(raw_lines, start=1):
         raw = clean(raw)
         text, rank, wrapped_host, stamp = strip(raw)
         line = Line(path, n, text, raw, wrapped_host or host, rank, stamp)
-        claimed_by = _offer(parsers, line, sink)
+        claimed_by = _offer(parsers, in_block, line, sink)
         if claimed_by:
-            used.add(claimed_by)
+            used.add(claimed_by.name)
         elif any(p.wants(line) for p in parsers):
             unclaimed += 1
         if matcher.feed(line):
@@ -72,14 +73,30 @@ def parse_text(path: str, raw_lines: Iterable[str], host: str | None = None,
     return TextResult(sink, n, unclaimed, tuple(sorted(used)))
 
 
-def _offer(parsers: list[LineParser], line: Line, sink: Sink) -> str | None:
-    for p in parsers:
-        if p.busy and _safely(sink, p, p.feed, line):
-            return p.name
-    for p in parsers:
-        if not p.busy and p.wants(line) and _safely(sink, p, p.feed, line):
-            return p.name
-    return None
+def _offer(parsers: list[LineParser], in_block: list[LineParser], line: Line, sink: Sink) -> LineParser | None:
+    """Busy parsers first, then whoever wants the line; keeps `in_block` up to date.
+
+    A parser can only become busy by claiming a line, so `busy` is asked only of the
+    parsers in `in_block` instead of every parser on every line."""
+    claimed = None
+    for p in list(in_block):
+        if _safely(sink, p, p.feed, line):
+            claimed = p
+            break
+    still_busy = [p for p in in_block if _is_busy(sink, p)] if in_block else in_block
+    if claimed is None:
+        for p in parsers:  # a parser whose block just ended may start a new one with this line
+            if p not in still_busy and p.wants(line) and _safely(sink, p, p.feed, line):
+                claimed = p
+                break
+    if claimed is not None and claimed not in still_busy and _is_busy(sink, claimed):
+        still_busy = [p for p in parsers if p is claimed or p in still_busy]
+    in_block[:] = still_busy
+    return claimed
+
+
+def _is_busy(sink: Sink, parser: LineParser) -> bool:
+    return _safely(sink, parser, lambda: parser.busy)
 
 
 def _safely(sink: Sink, parser: LineParser, fn, *args) -> bool:

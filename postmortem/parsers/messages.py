@@ -37,7 +37,12 @@ class MessageMatcher:
         stamp = line.stamp or leading_stamp(text)
         for m in self.patterns:
             is_context = m.role == "context"
-            if (causal_done and not is_context) or not any(kw in text for kw in m.keywords):
+            if causal_done and not is_context:
+                continue
+            for kw in m.keywords:
+                if kw in text:
+                    break
+            else:
                 continue
             hit = m.regex.search(text)
             if hit:

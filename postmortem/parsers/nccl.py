@@ -233,6 +233,8 @@ def _channel_data(channel, conn, src, srcbus, dst, dstbus, direction, via) -> di
 
 
 _TRANSFORMER = _ToDict()
+_SHAPE = re.compile(r"0x[0-9a-fA-F]+|\d+")  # numbers and hex ids differ between ranks, the message does not
+_MAX_LISTED = 64  # pids kept on a collapsed INFO event
 
 
 def parse_message(text: str) -> tuple[str, dict] | None:
@@ -322,6 +324,7 @@ class NcclParser(LineParser):
         self._last_warn: dict[tuple, dict] = {}  # per thread: the WARN when it is the thread's latest line
         self._connections: dict[tuple, list[int]] = {}
         self._rings: set[tuple] = set()
+        self._plain: dict[str, dict] = {}  # message shape -> data of its first nccl.info event
 
     def feed(self, line: Line) -> bool:
         head, mark, msg = line.text.partition(_INFO_MARK)
@@ -392,7 +395,7 @@ class NcclParser(LineParser):
                 self.sink.event(line, "nccl.abort", Severity.ERROR, **where, dev=dev,
                                 comm=comm.group(1) if comm else None, msg=msg)
             else:
-                self.sink.event(line, "nccl.info", Severity.INFO, **where, msg=msg, dev=dev)
+                self._plain_info(line, msg, where, dev)
             return
         shape, data = parsed
         if shape == "init":
@@ -406,7 +409,23 @@ class NcclParser(LineParser):
         elif shape == "channel":  # the fast path missed an odd spacing
             self._transport(line, data, where, dev)
         else:
-            self.sink.event(line, "nccl.info", Severity.INFO, **where, msg=msg, dev=dev)
+            self._plain_info(line, msg, where, dev)
+
+    def _plain_info(self, line: Line, msg: str, where: dict, dev: int | None) -> None:
+        """Unstructured INFO lines (`Setting affinity ...`, `NET/Plugin ...`) say the same
+        thing on every rank: the first line of each shape becomes an event, and the
+        ranks that repeat it only add to its `count` and `pids` (a 512-rank bundle has
+        millions of them; the timeline would collapse them anyway)."""
+        shape = _SHAPE.sub("#", msg)
+        seen = self._plain.get(shape)
+        if seen is not None:
+            seen["count"] += 1
+            if where["pid"] is not None and len(seen["pids"]) < _MAX_LISTED and where["pid"] not in seen["pids"]:
+                seen["pids"].append(where["pid"])
+            return
+        ev = self.sink.event(line, "nccl.info", Severity.INFO, **where, msg=msg, dev=dev, count=1,
+                             pids=[where["pid"]] if where["pid"] is not None else [])
+        self._plain[shape] = ev.data  # type: ignore[assignment]
 
     def _transport(self, line: Line, channel: dict, where: dict, dev: int | None) -> None:
         """One event per distinct connection of a process; its `channels` list grows.

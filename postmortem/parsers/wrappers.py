@@ -55,8 +55,14 @@ def clean(raw: str) -> str:
     return raw.rstrip("\r\n")
 
 
+# Could the line start with any wrapper at all?  One match instead of five on most lines.
+_ANY_WRAPPER = re.compile(r"\d{4}-\d\d-\d\dT|\[(?:rank|default)\d|\[\d+,\d+\]<|\d{1,5}: \S|\(|[A-Za-z][\w.-]{0,62}: \S")
+
+
 def strip(text: str) -> tuple[str, int | None, str | None, Stamp | None]:
     """Return (text, rank, host, stamp) with every recognised wrapper removed."""
+    if not _ANY_WRAPPER.match(text):
+        return text, None, None, None
     rank: int | None = None
     host: str | None = None
     stamp: Stamp | None = None
