@@ -51,6 +51,7 @@ class Entry:
     mtime: datetime | None
     open: Callable[[], BinaryIO]
     host: str | None = None        # host assigned by a per-host folder layout
+    disk_path: Path | None = None  # the file itself, for a directory bundle (gdb wants a path)
 
 
 class CappedReader(io.RawIOBase):
@@ -117,7 +118,7 @@ def _mtime(ts: float | None) -> datetime | None:
 
 def _single_file(path: Path) -> tuple[list[Entry], list[Artifact]]:
     st = path.stat()
-    return [Entry(path.name, st.st_size, _mtime(st.st_mtime), lambda: open(path, "rb"))], []
+    return [Entry(path.name, st.st_size, _mtime(st.st_mtime), lambda: open(path, "rb"), disk_path=path)], []
 
 
 def _scan_directory(root: Path) -> tuple[list[Entry], list[Artifact]]:
@@ -147,11 +148,12 @@ def _scan_directory(root: Path) -> tuple[list[Entry], list[Artifact]]:
                     skipped.append(_skip(str(relpath), "link", "link to a folder inside the bundle; read at its own path"))
                     continue
                 st = target.stat()
-                entries.append(Entry(str(relpath), st.st_size, _mtime(st.st_mtime), _opener(target)))
+                entries.append(Entry(str(relpath), st.st_size, _mtime(st.st_mtime), _opener(target), disk_path=target))
             elif stat.S_ISDIR(st.st_mode):
                 walk(Path(child.path), relpath)
             elif stat.S_ISREG(st.st_mode):
-                entries.append(Entry(str(relpath), st.st_size, _mtime(st.st_mtime), _opener(Path(child.path))))
+                entries.append(Entry(str(relpath), st.st_size, _mtime(st.st_mtime), _opener(Path(child.path)),
+                                     disk_path=Path(child.path)))
             else:
                 skipped.append(_skip(str(relpath), "special", "FIFO, socket or device file; skipped"))
 
@@ -276,7 +278,7 @@ def _assign_hosts(entries: list[Entry]) -> list[Entry]:
     loose = [e for e in entries if len(PurePosixPath(e.path).parts) == 1 and not _is_bundle_meta(e.path)]
     if len(tops) < 2 or loose:
         return entries
-    return [Entry(e.path, e.size, e.mtime, e.open, PurePosixPath(e.path).parts[0]) for e in entries]
+    return [Entry(e.path, e.size, e.mtime, e.open, PurePosixPath(e.path).parts[0], e.disk_path) for e in entries]
 
 
 def _is_bundle_meta(path: str) -> bool:

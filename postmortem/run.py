@@ -100,18 +100,45 @@ def _read_content(entry, stream, kind: str, got: _Collected, options: Options, b
                     message="binary data that is neither a log nor an ELF core; not read", **base)
 
 
+def _add_gdb_backtrace(entry, result, got: _Collected, label: str) -> str:
+    """--gdb: a symbolized `thread apply all bt` from gdb, read like any gdb output.
+    gdb needs the core and the executable as files: an uncompressed core of a directory
+    bundle, and the executable the core names, in the bundle or on this machine."""
+    from postmortem import core
+
+    if entry.disk_path is None or "gzip" in label:
+        return "--gdb: gdb needs the core as an uncompressed file in a directory bundle"
+    exe_names = [str(f.value) for f in result.facts if f.name in ("core.exe", "core.execfn") and f.value]
+    candidates = [p for name in exe_names for p in (entry.disk_path.parent / Path(name).name, Path(name))]
+    exe = next((p for p in candidates if p.is_file()), None)
+    if exe is None:
+        return f"--gdb: executable {exe_names[0] if exe_names else '(unknown)'} not found in the bundle or on this machine"
+    text = core.gdb_backtrace(entry.disk_path, exe)
+    if text is None:
+        return "--gdb: gdb is not installed, or it failed or timed out"
+    parsed = parse_text(f"{entry.path} (gdb)", text.splitlines(), host=entry.host, counter=got.counter)
+    got.events.extend(parsed.sink.events)
+    got.stacks.extend(parsed.sink.stacks)
+    return ""
+
+
 def _read_core(entry, stream, got: _Collected, options: Options, base: dict, label: str) -> Artifact:
     try:
         from postmortem import core
     except ImportError:  # pragma: no cover - core reader ships with the package
         return Artifact(kind=label, status=ArtifactStatus.SKIPPED, message="core reader unavailable", **base)
     seekable = stream if stream.seekable() else io.BytesIO(stream.read(64 << 20))
-    result = core.read_core(seekable, entry.path)
+    # Libraries and executables shipped in the bundle beside the core give frames their names.
+    search = (entry.disk_path.parent,) if entry.disk_path is not None else ()
+    result = core.read_core(seekable, entry.path, search_dirs=search)
     got.events.extend(dataclasses.replace(e, seq=next(got.counter)) for e in result.events)
     got.stacks.extend(result.stacks)
     got.facts.extend(result.facts)
     status = ArtifactStatus.OK if not result.truncated else ArtifactStatus.ERROR
-    message = "; ".join(result.problems[:3])
+    problems = list(result.problems)
+    if options.use_gdb:
+        problems.append(_add_gdb_backtrace(entry, result, got, label))
+    message = "; ".join(p for p in problems[:4] if p)
     if result.truncated and "truncated" not in message:
         message = ("core is truncated; " + message).rstrip("; ")
     return Artifact(kind=label, status=status, message=message, parsers=("core",), **base)
