@@ -70,6 +70,10 @@ def effective_shm_size(case: Case) -> list[tuple[Fact, float | None]]:
     from_df = [f for f in sizes if (f.ref.path, f.ref.line) not in mount_lines]
     if from_df:
         return [(f, _num(f)) for f in from_df]
+    if not sizes:
+        # Docker's setting is what the container's /dev/shm got, unless it shares the host's.
+        shared = any(str(f.value) == "host" for f in _facts(case, "docker.ipc_mode"))
+        return [] if shared else [(f, _num(f)) for f in _facts(case, "docker.shm_size_bytes")]
     last_per_file: dict[str, Fact] = {}
     for f in sizes:
         if f.ref.path not in last_per_file or (f.ref.line or 0) > (last_per_file[f.ref.path].ref.line or 0):

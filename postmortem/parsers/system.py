@@ -63,6 +63,7 @@ LINE_FORMATS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         rf"|^(?:{'|'.join(re.escape(n) for n in _DASH_ULIMIT)})(?:\(\w+\))? +(?:\d+|unlimited)\s*$"),
      "_on_ulimit"),
     ("env_line", re.compile(rf"^(?:export |declare -x |setenv )?(?:{_ENV_NAME_RX})=(?!=)"), "_on_env"),
+    ("docker_line", re.compile(r'^\s*"(?:ShmSize|IpcMode)":'), "_on_docker"),
 )
 
 
@@ -512,6 +513,17 @@ class SystemParser(LineParser):
             self.sink.fact(line, "ulimit.memlock", int(limit) * 1024, "B", f"{limit} KiB")
         else:
             self.sink.fact(line, f"ulimit.{item}", int(limit), unit or "", limit)
+
+    def _on_docker(self, line: Line, tree: Tree) -> None:
+        """`docker inspect` (HostConfig) or a container's hostconfig.json: the size Docker gave
+        the container's /dev/shm, and whether it shares the host's (`IpcMode: host`)."""
+        tokens = _tokens(tree)
+        key = next(str(t) for t in tokens if t.type == "DOCKER_KEY").strip('"')
+        value = next(str(t) for t in tokens if t.type == "DOCKER_VALUE").strip('"')
+        if key == "ShmSize":
+            self.sink.fact(line, "docker.shm_size_bytes", int(value), "B", text=line.text.strip())
+        else:
+            self.sink.fact(line, "docker.ipc_mode", value, text=line.text.strip())
 
     def _on_env(self, line: Line, tree: Tree) -> None:
         tokens = _tokens(tree)

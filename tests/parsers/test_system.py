@@ -17,7 +17,7 @@ GIB = 1024**3
 
 START_RULES = ("df_header", "df_row", "df_continuation", "free_row", "meminfo_line", "mount_line",
                "proc_mounts_line", "btime_line", "boot_time_line", "ulimit_line", "env_line", "smi_header",
-               "smi_gpu_row", "smi_stat_row", "q_line", "topo_header", "topo_row", "ibv_line")
+               "smi_gpu_row", "smi_stat_row", "q_line", "topo_header", "topo_row", "ibv_line", "docker_line")
 
 
 def _facts(name: str) -> tuple[dict, object]:
@@ -192,3 +192,26 @@ def test_arbitrary_text_never_raises(lines):
 def test_block_fragments_never_raise(lines):
     result = parse_text("frag.txt", lines)
     assert not [p for p in result.sink.problems if p.startswith("system")]
+
+
+def test_docker_hostconfig_gives_shm_size_and_ipc_mode():
+    from postmortem.parsers import parse_text
+    path = Path(__file__).resolve().parents[2] / "fixtures/system/public/docker_hostconfig.json"
+    r = parse_text("hostconfig.json", path.read_text().splitlines())
+    facts = {f.name: f for f in r.sink.facts}
+    assert facts["docker.shm_size_bytes"].value == 67108864 and facts["docker.ipc_mode"].value == "private"
+    assert facts["docker.shm_size_bytes"].ref.line == 47 and r.unclaimed == 0
+
+
+def test_docker_default_shm_makes_a_sigbus_an_shm_suspect(tmp_path):
+    """A SIGBUS with nothing else known is weak; Docker's 64 MB /dev/shm beside it is not."""
+    from postmortem.run import analyze
+    root = Path(__file__).resolve().parents[2]
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "stderr.log").write_text("Bus error (core dumped)\n")
+    weak = analyze(b).verdict
+    (b / "hostconfig.json").write_bytes((root / "fixtures/system/public/docker_hostconfig.json").read_bytes())
+    strong = analyze(b).verdict
+    assert weak.cause == strong.cause == "shm_exhausted"
+    assert strong.confidence > weak.confidence + 0.2
