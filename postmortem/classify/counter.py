@@ -86,18 +86,19 @@ def _kernel_artifacts(case: Case) -> set[str]:
 
 
 def unrelated_victims(findings: list[Finding], case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
-    """An OOM kill whose victim the job's own logs never mention, in a bundle whose logs do
-    name the job's processes, killed some other process (the kernel log keeps the whole
-    boot's history)."""
+    """An OOM kill whose victim the job's own logs never mention killed some other process
+    (the kernel log keeps the whole boot's history) — but only when the kernel and the
+    job are seen to share a pid namespace (some pid appears on both sides).  In a
+    container the job's pids are not the kernel's, and a missing match proves nothing."""
     kernel_files = _kernel_artifacts(case)
     job_pids = {e.pid for e in case.events if e.pid is not None and e.ref.path not in kernel_files}
-    if not job_pids:
-        return {}
+    kernel_pids = {e.pid for e in case.events if e.pid is not None and e.ref.path in kernel_files}
     victims = {e.pid for e in case.events if e.pid is not None and e.kind in ("kernel.oom_kill", "msg.oom_killer")}
-    if not victims or victims & job_pids:
+    if not job_pids or not victims or victims & job_pids or not (kernel_pids & job_pids):
         return {}
     reason = (f"the OOM killer's victim(s) {sorted(victims)} appear nowhere in the job's own logs, "
-              f"which name pids {sorted(job_pids)[:6]}: another process was killed")
+              f"which name pids {sorted(job_pids)[:6]} (the kernel log shows pid {min(kernel_pids & job_pids)} "
+              "too, so they share a pid namespace): another process was killed")
     trace.append(f"counter: {reason}")
     return {"host_oom": (0.4, (reason,))}
 

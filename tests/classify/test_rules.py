@@ -140,3 +140,15 @@ def test_oom_kill_of_another_process_does_not_explain_a_sigbus():
     assert any("host_oom" in t and "counter" in t for t in v.trace) or any("OOM" in c for a in v.alternatives for c in ())
     oom = [f for f in v.alternatives if f.cause == "host_oom"]
     assert oom, "the OOM kill stays visible as an alternative"
+
+
+def test_oom_kill_in_another_pid_namespace_still_explains_a_sigkill(tmp_path):
+    """A container's launcher sees its own pids, the host kernel others: a victim pid the
+    job never names proves nothing then, and the job's SIGKILL matches the OOM killer."""
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "dmesg.txt").write_bytes((CORPUS / "oom-host-oomkiller-fsdp-01/bundle/dmesg.txt").read_bytes())
+    (b / "train.log").write_bytes((ROOT / "fixtures/launcher/torchrun_sigkill.log").read_bytes())
+    v = analyze(b).verdict
+    assert v.cause == "host_oom" and v.confidence >= 0.8
+    assert not any("another process" in c for c in v.counter)
