@@ -196,9 +196,8 @@ def _unsafe_member_name(name: str) -> str | None:
 def _scan_tar(path: Path) -> tuple[list[Entry], list[Artifact]]:
     entries: list[Entry] = []
     skipped: list[Artifact] = []
-    with tarfile.open(path, "r:*") as tar:
-        members = tar.getmembers()
-    for m in members:
+    archive = _SharedTar(path)
+    for m in archive.members():
         name = m.name.lstrip("./") if m.name.startswith("./") else m.name
         if not name or m.isdir():
             continue
@@ -210,19 +209,33 @@ def _scan_tar(path: Path) -> tuple[list[Entry], list[Artifact]]:
         elif not m.isfile():
             skipped.append(_skip(name, "special", "device, FIFO or other special member; skipped"))
         else:
-            entries.append(Entry(name, m.size, _mtime(m.mtime), _tar_opener(path, m.name)))
+            entries.append(Entry(name, m.size, _mtime(m.mtime), archive.opener(m)))
     return _assign_hosts(entries), skipped
 
 
-def _tar_opener(archive: Path, member: str) -> Callable[[], BinaryIO]:
-    def open_member() -> BinaryIO:
-        tar = tarfile.open(archive, "r:*")
-        f = tar.extractfile(member)
-        if f is None:
-            tar.close()
-            raise OSError("member cannot be read")
-        return _ClosingStream(f, tar)
-    return open_member
+class _SharedTar:
+    """One open archive for all its members.  Members are read in archive order, so a
+    compressed tarball is decompressed about once, not once per member."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._tar: tarfile.TarFile | None = None
+
+    def _open(self) -> tarfile.TarFile:
+        if self._tar is None:
+            self._tar = tarfile.open(self.path, "r:*")
+        return self._tar
+
+    def members(self) -> list[tarfile.TarInfo]:
+        return self._open().getmembers()
+
+    def opener(self, member: tarfile.TarInfo) -> Callable[[], BinaryIO]:
+        def open_member() -> BinaryIO:
+            f = self._open().extractfile(member)
+            if f is None:
+                raise OSError("member cannot be read")
+            return io.BufferedReader(CappedReader(f, MAX_DECOMPRESSED_BYTES, member.name))  # type: ignore[arg-type]
+        return open_member
 
 
 class _ClosingStream(io.BufferedReader):
