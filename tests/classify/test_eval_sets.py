@@ -1,0 +1,23 @@
+"""The classifier on every case with a known truth: the crash lab's bundles (made here)
+must all be right; the development corpus must stay at its floor."""
+from pathlib import Path
+
+from postmortem.evaluate import evaluate
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_lab_bundle_is_right_and_cites_real_lines():
+    result = evaluate([ROOT / "fixtures/bundles"])
+    wrong = [(c["case"], c.get("category"), c.get("cause")) for c in result["cases"]
+             if not (c.get("category_ok") and c.get("cause_ok"))]
+    assert result["total"] >= 8 and not wrong
+    assert result["evidence_ok"] == result["total"]
+
+
+def test_corpus_floors_and_no_confident_mistake():
+    result = evaluate([ROOT / "fixtures/corpus"])
+    n = result["total"]
+    assert result["category_correct"] >= 0.9 * n and result["cause_correct"] >= 0.75 * n
+    assert not result["confident_wrong"]
+    assert result["evidence_ok"] == n
