@@ -21,3 +21,11 @@ def test_corpus_floors_and_no_confident_mistake():
     assert result["category_correct"] >= 0.9 * n and result["cause_correct"] >= 0.75 * n
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == n
+
+
+def test_validation_set_floor():
+    """The second set of real cases (fixtures/validation): one case has no cause id by design."""
+    result = evaluate([ROOT / "fixtures/validation"])
+    assert result["total"] >= 9
+    assert result["category_correct"] >= result["total"] - 1 and not result["confident_wrong"]
+    assert result["evidence_ok"] == result["total"]
