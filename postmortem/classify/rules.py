@@ -346,6 +346,30 @@ class SilentCollectiveHang(Rule):
                         header + devices, "root", "hang")]
 
 
+class QuietPcieTopology(Rule):
+    """No error anywhere, and the GPUs talk peer-to-peer over PCIe (`nvidia-smi topo -m`
+    shows PIX/PXB/PHB/NODE/SYS between GPUs, no NVLink): the classic silent hang is P2P
+    traffic broken by PCIe ACS or the IOMMU.  Weak on purpose: any error line outweighs it."""
+
+    id = "quiet-pcie-topology"
+    PCIE = frozenset({"PIX", "PXB", "PHB", "NODE", "SYS", "SOC"})
+
+    def findings(self, case, k, trace):
+        links = [f for f in case.facts if f.name == "gpu.topo_links" and isinstance(f.value, dict)]
+        if not links or any(e.severity.value in ("error", "fatal") for e in case.events):
+            return []
+        kinds = {v for f in links for pair, v in f.value.items() if pair.startswith("GPU") and "-GPU" in pair}
+        if not kinds or not kinds <= self.PCIE:
+            return []
+        crosses = bool(kinds & {"NODE", "SYS"})
+        trace.append(f"{self.id}: no error lines; GPU pairs linked by {sorted(kinds)} only")
+        return [finding(k, "nccl_p2p", 0.4 if crosses else 0.36, self.id,
+                        f"no error anywhere and the GPUs reach each other only over PCIe ({', '.join(sorted(kinds))}"
+                        f"{', across host bridges' if crosses else ''}): a silent hang of P2P traffic (ACS/IOMMU) is the "
+                        "likeliest reading; confirm with NCCL_P2P_DISABLE=1",
+                        [], "root", "topology", extra_refs=tuple(f.ref for f in links[:2]))]
+
+
 class KilledWithoutReason(Rule):
     """A rank killed by SIGKILL (exit code -9) with no OOM line in the bundle: the OOM
     killer is the usual sender, so say so — weakly, and ask for dmesg."""
@@ -362,6 +386,56 @@ class KilledWithoutReason(Rule):
                         kills, "root", "SIGKILL")]
 
 
+# GPU health counters from `nvidia-smi -q` / the nvidia-smi table: name pattern -> (cause, weight, why).
+GPU_HEALTH: tuple[tuple[re.Pattern[str], str, float, str], ...] = (
+    (re.compile(r"gpu\.\d+\.ecc_uncorrected$"), "gpu_memory_ecc", 0.7, "uncorrectable ECC errors counted"),
+    (re.compile(r"gpu\.\d+\.remapped_rows_failure$"), "gpu_memory_ecc", 0.8, "row remapping failed"),
+    (re.compile(r"gpu\.\d+\.remapped_rows_uncorrectable$"), "gpu_memory_ecc", 0.55, "rows remapped after uncorrectable errors"),
+    (re.compile(r"gpu\.\d+\.smi_error$"), "gpu_hardware_other", 0.55, "nvidia-smi cannot read the GPU"),
+)
+HOT_GPU_C = 90
+
+
+class GpuHealth(Rule):
+    """What nvidia-smi measured: uncorrectable ECC counts, failed row remapping, a GPU
+    nvidia-smi can no longer read, temperatures at the throttle point."""
+
+    id = "gpu-health"
+
+    def findings(self, case, k, trace):
+        out = []
+        for pattern, cause, weight, why in GPU_HEALTH:
+            hits = [f for f in case.facts if pattern.match(f.name) and _bad(f.value)]
+            if hits:
+                where = ", ".join(f"{f.name}={f.value} ({f.ref.describe()})" for f in hits[:4])
+                trace.append(f"{self.id}: {why}: {where}")
+                out.append(finding(k, cause, weight, self.id, f"nvidia-smi: {why}: {where}", [], "root",
+                                   "nvidia-smi", extra_refs=tuple(f.ref for f in hits[:8])))
+        hot = [f for f in case.facts if re.match(r"gpu\.\d+\.temp_c$", f.name) and _num(f.value) >= HOT_GPU_C]
+        if hot:
+            where = ", ".join(f"{f.name}={f.value} C ({f.ref.describe()})" for f in hot[:4])
+            trace.append(f"{self.id}: GPU at {HOT_GPU_C} C or more: {where}")
+            out.append(finding(k, "gpu_thermal_power", 0.4, self.id, f"GPU temperature at the throttle point: {where}",
+                               [], "root", "thermal", extra_refs=tuple(f.ref for f in hot[:8])))
+        return out
+
+
+def _num(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("-inf")
+
+
+def _bad(value) -> bool:
+    """A counter above zero, a True flag, or an error text."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value > 0
+    return bool(value) and str(value).strip().lower() not in ("0", "no", "none", "n/a", "false")
+
+
 RULES: tuple[Rule, ...] = (
     KnownMessages(),
     XidCatalog(),
@@ -370,4 +444,6 @@ RULES: tuple[Rule, ...] = (
     CollectiveTimeout(),
     SilentCollectiveHang(),
     KilledWithoutReason(),
+    GpuHealth(),
+    QuietPcieTopology(),
 )

@@ -152,3 +152,37 @@ def test_oom_kill_in_another_pid_namespace_still_explains_a_sigkill(tmp_path):
     v = analyze(b).verdict
     assert v.cause == "host_oom" and v.confidence >= 0.8
     assert not any("another process" in c for c in v.counter)
+
+
+def test_quiet_pcie_topology_suggests_a_p2p_hang():
+    """fixtures/validation2: a silent hang whose only output is `nvidia-smi topo -m` (NODE links)."""
+    fs, trace = run(rules.QuietPcieTopology(), ROOT / "fixtures/validation2/p2p-acs-amd-hang-05/bundle")
+    assert fs and fs[0].cause == "nccl_p2p" and fs[0].confidence < 0.5 and "NODE" in fs[0].summary
+
+
+def test_quiet_pcie_topology_stays_silent_when_errors_exist(tmp_path):
+    b = tmp_path / "b"
+    b.mkdir()
+    topo = ROOT / "fixtures/validation2/p2p-acs-amd-hang-05/bundle/nvidia_smi_topo.txt"
+    (b / "topo.txt").write_bytes(topo.read_bytes())
+    (b / "stderr.log").write_bytes((CORPUS / "ecc-uncorrectable-01/bundle/stderr.log").read_bytes())
+    fs, _ = run(rules.QuietPcieTopology(), b)
+    assert fs == []
+
+
+def test_gpu_health_reads_nvidia_smi_ecc(tmp_path):
+    """A real nvidia-smi table with 0 uncorrected ECC errors says nothing; the same table with
+    the counter at 2 (the one field changed, in the test) points at GPU memory."""
+    table = (ROOT / "fixtures/system/public/smi_table_580_a100.txt").read_text()
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "smi.txt").write_text(table)
+    fs, _ = run(rules.GpuHealth(), b)
+    assert fs == []
+    import re
+    rows = table.splitlines()
+    i = next(n for n, l in enumerate(rows) if re.search(r"\|\s+0\s+\|\s*$", l))
+    rows[i] = re.sub(r"\|(\s+)0(\s+\|\s*)$", r"|\g<1>2\g<2>", rows[i])
+    (b / "smi.txt").write_text("\n".join(rows) + "\n")
+    fs, _ = run(rules.GpuHealth(), b)
+    assert fs and fs[0].cause == "gpu_memory_ecc" and "ecc_uncorrected=2" in fs[0].summary
