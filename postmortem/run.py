@@ -7,6 +7,7 @@ It raises BundleError only when the bundle as a whole cannot be opened.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import io
 import itertools
 from dataclasses import dataclass, field
@@ -37,6 +38,18 @@ class _Collected:
 
 
 def analyze(path: Path, options: Options = Options()) -> Analysis:
+    # Parsing makes millions of small acyclic objects; the cyclic collector would walk the
+    # growing heap again and again (quadratic time on big bundles) and find nothing.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _analyze(path, options)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _analyze(path: Path, options: Options) -> Analysis:
     k = knowledge.load(options.rules)
     entries, skipped = bundle.open_bundle(path)
     got = _Collected(artifacts=list(skipped))
