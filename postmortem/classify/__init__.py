@@ -62,7 +62,8 @@ def classify(case: Case, k: Knowledge) -> Verdict:
         trace.append(f"resolve: {cause} support {score:.2f} x counter {factor:.2f} = {scores[cause]:.2f}"
                      f" ({'root-capable' if roots else 'symptoms only'})")
 
-    root_cause = _pick_root(by_cause, scores, k, trace)
+    explained = _explained(scores, k, trace)
+    root_cause = _pick_root(by_cause, {c: v for c, v in scores.items() if c not in explained}, k, trace)
     if root_cause is None or scores[root_cause] < MIN_CONFIDENCE:
         return _unknown(case, k, findings, scores, trace)
 
@@ -74,15 +75,44 @@ def classify(case: Case, k: Knowledge) -> Verdict:
     symptoms = tuple(f for f in others if _after(f, root) or f.role == "symptom")
     alternatives = tuple(sorted((f for f in others if f not in symptoms and f.cause in scores),
                                 key=lambda f: -scores.get(f.cause, 0)))
-    confidence = _confidence(root_cause, scores, k)
+    confidence = _confidence(root_cause, {c: v for c, v in scores.items() if c not in explained}, k)
     cause = k.causes[root_cause]
     summary = f"{cause.title}: {root.summary}"
+    advice = _specific_advice(root_findings, k)
     return Verdict(
         category=Category(cause.category), cause=root_cause, confidence=confidence, summary=summary,
         explanation=cause.explanation, root=root, symptoms=symptoms, alternatives=alternatives,
-        remediation=cause.remediation, next_steps=cause.next_steps,
+        remediation=advice + tuple(r for r in cause.remediation if r not in advice), next_steps=cause.next_steps,
         counter=counters.get(root_cause, (1.0, ()))[1],
         signature=signature_of(root_cause, cause.category, root, case), trace=tuple(trace))
+
+
+# A cause explains another's signs only when it is itself well supported, and the
+# explained one is not much stronger (then the "fallout" is more likely the story).
+EXPLAINS_MIN = 0.5
+EXPLAINS_MARGIN = 0.15
+
+
+def _explained(scores: dict[str, float], k: Knowledge, trace: list[str]) -> set[str]:
+    """Causes whose signs are fallout of a present, well-supported cause (causes.toml
+    `explains`): an AER before Xid 79 is how the GPU fell off the bus, not a rival."""
+    out: set[str] = set()
+    for cause in sorted(scores, key=lambda c: -scores[c]):
+        if cause in out or scores[cause] < EXPLAINS_MIN:
+            continue
+        for other in k.causes[cause].explains:
+            if other in scores and other not in out and scores[other] <= scores[cause] + EXPLAINS_MARGIN:
+                out.add(other)
+                trace.append(f"resolve: {other} ({scores[other]:.2f}) is explained by {cause} ({scores[cause]:.2f})")
+    return out
+
+
+def _specific_advice(findings: list[Finding], k: Knowledge) -> tuple[str, ...]:
+    """Fixes tied to the very messages that decided the verdict (messages.toml `advice`)."""
+    by_id = {m.id: m for m in k.messages}
+    advice = [by_id[f.discriminator].advice for f in findings
+              if f.rule == "known-messages" and f.discriminator in by_id and by_id[f.discriminator].advice]
+    return tuple(dict.fromkeys(advice))
 
 
 def _as_dict(f: Finding) -> dict:

@@ -32,6 +32,7 @@ class Cause:
     next_steps: tuple[str, ...]
     collect: tuple[str, ...]
     source: str
+    explains: tuple[str, ...] = ()   # causes whose signs this one produces as fallout
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,7 @@ class MessagePattern:
     sample: str
     source: str
     origin: str         # file the entry came from
+    advice: str = ""    # a fix specific to this message, shown first when it is root evidence
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +100,8 @@ def parse_causes(data: dict, origin: str) -> dict[str, Cause]:
             explanation=_need(e, "explanation", where),
             remediation=tuple(_need(e, "remediation", where, list)),
             next_steps=tuple(_need(e, "next_steps", where, list)),
-            collect=tuple(e.get("collect", [])), source=_need(e, "source", where))
+            collect=tuple(e.get("collect", [])), source=_need(e, "source", where),
+            explains=tuple(e.get("explains", [])))
     return causes
 
 
@@ -137,7 +140,8 @@ def parse_messages(data: dict, origin: str) -> tuple[MessagePattern, ...]:
         out.append(MessagePattern(
             id=_need(e, "id", where), keywords=keywords, regex=regex, severity=severity,
             cause=e.get("cause", ""), weight=float(e.get("weight", 0.0)), role=role,
-            sample=_need(e, "sample", where), source=_need(e, "source", where), origin=origin))
+            sample=_need(e, "sample", where), source=_need(e, "source", where), origin=origin,
+            advice=e.get("advice", "")))
     return tuple(out)
 
 
@@ -152,6 +156,10 @@ def validate(k: Knowledge) -> None:
             raise KnowledgeError(f"{m.origin}: message '{m.id}' names unknown cause '{m.cause}'")
         if not any(kw in m.sample for kw in m.keywords) or not m.regex.search(m.sample):
             raise KnowledgeError(f"{m.origin}: message '{m.id}' does not match its own sample")
+    for c in k.causes.values():
+        for other in c.explains:
+            if other not in k.causes:
+                raise KnowledgeError(f"causes.toml [{c.id}]: explains unknown cause '{other}'")
     for x in k.xids.values():
         if x.cause not in ("", "app_fault") and x.cause not in k.causes:
             raise KnowledgeError(f"xid.toml [{x.code}]: unknown cause '{x.cause}'")

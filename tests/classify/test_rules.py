@@ -186,3 +186,17 @@ def test_gpu_health_reads_nvidia_smi_ecc(tmp_path):
     (b / "smi.txt").write_text("\n".join(rows) + "\n")
     fs, _ = run(rules.GpuHealth(), b)
     assert fs and fs[0].cause == "gpu_memory_ecc" and "ecc_uncorrected=2" in fs[0].summary
+
+
+def test_fallout_of_a_present_cause_is_not_its_rival():
+    """AER on the upstream port, then Xid 79 on the GPU behind it (fixtures/validation3):
+    the AER is how the GPU fell off the bus (causes.toml `explains`), not a second verdict."""
+    v = analyze(ROOT / "fixtures/validation3/aer-surprise-down-xid79-gpuburn-05/bundle").verdict
+    assert v.cause == "gpu_fell_off_bus"
+    assert any("pcie_error" in t and "explained by gpu_fell_off_bus" in t for t in v.trace)
+
+
+def test_advice_tied_to_the_deciding_message_comes_first():
+    """RoCE completion error 12 (fixtures/validation3): the GID-index advice leads the fixes."""
+    v = analyze(ROOT / "fixtures/validation3/roce-error12-gid-index-02/bundle").verdict
+    assert v.cause == "nccl_network" and "NCCL_IB_GID_INDEX" in v.remediation[0]
