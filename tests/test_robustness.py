@@ -1,0 +1,62 @@
+"""Bad input never costs the analysis: whatever a file holds, analyze() returns a verdict."""
+import gzip
+import io
+import tarfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from postmortem.run import analyze
+
+ROOT = Path(__file__).resolve().parent.parent
+REAL_LINES = [l for f in sorted((ROOT / "fixtures/corpus").glob("*/bundle/*"))
+              for l in f.read_text(errors="replace").splitlines()]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(blobs=st.lists(st.binary(max_size=4000), min_size=1, max_size=3))
+def test_random_bytes_never_raise(tmp_path_factory, blobs):
+    b = tmp_path_factory.mktemp("b")
+    for i, blob in enumerate(blobs):
+        (b / f"f{i}.log").write_bytes(blob)
+    a = analyze(b)
+    assert a.verdict.category.value in ("config", "comms", "hardware", "unknown")
+    assert len(a.case.artifacts) == len(blobs)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picks=st.lists(st.integers(0, len(REAL_LINES) - 1), min_size=1, max_size=60),
+       cut=st.integers(0, 200), junk=st.binary(max_size=64))
+def test_shuffled_and_cut_real_lines_never_raise(tmp_path_factory, picks, cut, junk):
+    """Real lines in any order, one cut mid-way, NULs and junk between them."""
+    lines = [REAL_LINES[i] for i in picks]
+    lines[0] = lines[0][:cut]
+    text = "\n".join(lines).encode() + b"\x00" + junk
+    b = tmp_path_factory.mktemp("b")
+    (b / "mixed.txt").write_bytes(text)
+    a = analyze(b)
+    assert a.verdict.cause
+    for r in (a.verdict.root.evidence if a.verdict.root else ()):
+        assert r.path == "mixed.txt"
+
+
+def test_truncated_gzip_and_tar_members(tmp_path):
+    data = (ROOT / "fixtures/corpus/xid79-fell-off-bus-01/bundle/dmesg.txt").read_bytes()
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "dmesg.txt.gz").write_bytes(gzip.compress(data)[:-20])  # cut before the gzip trailer
+    a = analyze(b)
+    art = a.case.artifacts[0]
+    assert art.status.value in ("ok", "error")
+    tgz = tmp_path / "cut.tgz"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(ROOT / "fixtures/corpus/ecc-uncorrectable-01/bundle/stderr.log", arcname="stderr.log")
+        tar.add(ROOT / "fixtures/corpus/xid79-fell-off-bus-01/bundle/dmesg.txt", arcname="dmesg.txt")
+    tgz.write_bytes(buf.getvalue()[: len(buf.getvalue()) * 2 // 3])
+    try:
+        analyze(tgz)
+    except Exception as exc:  # only the bundle-level error is allowed, with a message
+        from postmortem.bundle import BundleError
+        assert isinstance(exc, BundleError) and str(exc)
