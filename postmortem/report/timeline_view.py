@@ -120,8 +120,22 @@ class TimeCell:
     iso: str                     # machine-readable, for <time datetime>
 
 
+_last: tuple[Analysis, tuple, "TimelineView"] | None = None  # the CLI renders one analysis twice
+
+
 def build(analysis: Analysis, cited: Iterable[Ref] = ()) -> TimelineView:
-    """Rows, lanes and marks for the analysis; `cited` refs get their row looked up."""
+    """Rows, lanes and marks for the analysis; `cited` refs get their row looked up.
+    The terminal and the HTML report ask for the same view: it is built once."""
+    global _last
+    cited = tuple(cited)
+    if _last is not None and _last[0] is analysis and _last[1] == cited:
+        return _last[2]
+    view = _build(analysis, cited)
+    _last = (analysis, cited, view)
+    return view
+
+
+def _build(analysis: Analysis, cited: tuple[Ref, ...]) -> TimelineView:
     verdict = analysis.verdict
     root_keys = {ref_key(r) for r in (verdict.root.evidence if verdict.root else ())}
     root_seq = verdict.root.first_seq if verdict.root else None
