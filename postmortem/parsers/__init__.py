@@ -64,7 +64,7 @@ def parse_text(path: str, raw_lines: Iterable[str], host: str | None = None,
         claimed_by = _offer(parsers, in_block, line, sink)
         if claimed_by:
             used.add(claimed_by.name)
-        elif any(p.wants(line) for p in parsers):
+        elif any(_wants(sink, p, line) for p in parsers):
             unclaimed += 1
         if matcher.feed(line):
             used.add(matcher.name)
@@ -77,22 +77,43 @@ def _offer(parsers: list[LineParser], in_block: list[LineParser], line: Line, si
     """Busy parsers first, then whoever wants the line; keeps `in_block` up to date.
 
     A parser can only become busy by claiming a line, so `busy` is asked only of the
-    parsers in `in_block` instead of every parser on every line."""
+    parsers in `in_block` instead of every parser on every line.  This runs once per
+    line of every file: the calls are inlined rather than wrapped."""
     claimed = None
     for p in list(in_block):
-        if _safely(sink, p, p.feed, line):
+        if _feed(sink, p, line):
             claimed = p
             break
     still_busy = [p for p in in_block if _is_busy(sink, p)] if in_block else in_block
     if claimed is None:
         for p in parsers:  # a parser whose block just ended may start a new one with this line
-            if p not in still_busy and p.wants(line) and _safely(sink, p, p.feed, line):
+            if p not in still_busy and _wants(sink, p, line) and _feed(sink, p, line):
                 claimed = p
                 break
     if claimed is not None and claimed not in still_busy and _is_busy(sink, claimed):
         still_busy = [p for p in parsers if p is claimed or p in still_busy]
     in_block[:] = still_busy
     return claimed
+
+
+def _feed(sink: Sink, parser: LineParser, line: Line) -> bool:
+    try:
+        return bool(parser.feed(line))
+    except Exception as exc:  # noqa: BLE001 - a parser bug costs one line and a note
+        _note(sink, parser, f"{line.path}:{line.no}", exc)
+        return False
+
+
+def _wants(sink: Sink, parser: LineParser, line: Line) -> bool:
+    try:
+        return parser.wants(line)
+    except Exception as exc:  # noqa: BLE001
+        _note(sink, parser, f"{line.path}:{line.no}", exc)
+        return False
+
+
+def _note(sink: Sink, parser: LineParser, where: str, exc: Exception) -> None:
+    sink.problems.append(f"{parser.name} parser failed at {where}: {type(exc).__name__}: {exc}")
 
 
 def _is_busy(sink: Sink, parser: LineParser) -> bool:
