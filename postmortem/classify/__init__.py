@@ -3,13 +3,16 @@
 1. Every rule in rules.RULES runs in isolation (a failing rule becomes a trace line).
 2. Findings are grouped by cause; support for a cause is the noisy-OR of its findings.
 3. Measured state can speak against a cause (counter-evidence lowers its support).
-4. The root is the earliest root-capable cause among the well-supported ones; every
-   other finding becomes a symptom (it came later, or is a known consequence) or an
-   alternative.
+4. A well-supported cause absorbs the causes it `explains` (causes.toml: NCCL errors
+   after a GPU OOM, an AER before Xid 79); among the rest the root is the earliest
+   well-supported root-capable cause (without a common clock: the one whose category
+   explains the others).  Every other finding is a symptom (later, or a known
+   consequence) or an alternative.
 5. Below MIN_CONFIDENCE nothing is claimed: the verdict is `unknown` and names what to collect.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 
 from postmortem.classify.counter import before_the_job, counter_evidence, death_mismatch, unrelated_victims
@@ -46,13 +49,31 @@ def classify(case: Case, k: Knowledge) -> Verdict:
     for f in findings:
         if f.cause in k.causes and f.cause != "unknown":
             by_cause[f.cause].append(f)
+    counters = _counters(findings, case, trace)
+    scores = _scores(by_cause, counters, trace)
+    explained = _explained(scores, k, trace)
+    contenders = {c: v for c, v in scores.items() if c not in explained}
+    root_cause = _pick_root(by_cause, contenders, k, trace)
+    if root_cause is None or scores[root_cause] < MIN_CONFIDENCE:
+        return _unknown(case, k, findings, scores, trace)
+    return _verdict(case, k, root_cause, by_cause[root_cause], findings, scores, contenders,
+                    counters.get(root_cause, (1.0, ()))[1], trace)
 
+
+def _counters(findings: list[Finding], case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """cause -> (factor on its support, reasons): every kind of counter-evidence, combined."""
     counters = counter_evidence(case, trace)
     for cause, (factor, reasons) in [*before_the_job(findings, case, trace).items(),
                                      *unrelated_victims(findings, case, trace).items(),
                                      *death_mismatch(case, trace).items()]:
         old_factor, old_reasons = counters.get(cause, (1.0, ()))
         counters[cause] = (old_factor * factor, old_reasons + reasons)
+    return counters
+
+
+def _scores(by_cause: dict[str, list[Finding]], counters: dict, trace: list[str]) -> dict[str, float]:
+    """Support per cause: the noisy-OR of its root-capable findings (of its symptom-only
+    findings, discounted, when it has no root-capable one), times its counter-evidence."""
     scores: dict[str, float] = {}
     for cause, fs in by_cause.items():
         roots = [f for f in fs if f.role == "root"]
@@ -61,29 +82,26 @@ def classify(case: Case, k: Knowledge) -> Verdict:
         scores[cause] = score * factor
         trace.append(f"resolve: {cause} support {score:.2f} x counter {factor:.2f} = {scores[cause]:.2f}"
                      f" ({'root-capable' if roots else 'symptoms only'})")
+    return scores
 
-    explained = _explained(scores, k, trace)
-    root_cause = _pick_root(by_cause, {c: v for c, v in scores.items() if c not in explained}, k, trace)
-    if root_cause is None or scores[root_cause] < MIN_CONFIDENCE:
-        return _unknown(case, k, findings, scores, trace)
 
-    root_findings = sorted(by_cause[root_cause], key=lambda f: (f.role != "root", -f.confidence))
-    root = root_findings[0]
+def _verdict(case: Case, k: Knowledge, root_cause: str, root_findings: list[Finding], findings: list[Finding],
+             scores: dict[str, float], contenders: dict[str, float], counter: tuple[str, ...],
+             trace: list[str]) -> Verdict:
+    root_findings = sorted(root_findings, key=lambda f: (f.role != "root", -f.confidence))
     evidence = tuple(dict.fromkeys(r for f in root_findings for r in f.evidence))
-    root = Finding(**{**_as_dict(root), "evidence": evidence[:12], "confidence": round(scores[root_cause], 3)})
+    root = dataclasses.replace(root_findings[0], evidence=evidence[:12], confidence=round(scores[root_cause], 3))
     others = [f for f in findings if f.cause != root_cause]
     symptoms = tuple(f for f in others if _after(f, root) or f.role == "symptom")
     alternatives = tuple(sorted((f for f in others if f not in symptoms and f.cause in scores),
                                 key=lambda f: -scores.get(f.cause, 0)))
-    confidence = _confidence(root_cause, {c: v for c, v in scores.items() if c not in explained}, k)
     cause = k.causes[root_cause]
-    summary = f"{cause.title}: {root.summary}"
     advice = _specific_advice(root_findings, k)
     return Verdict(
-        category=Category(cause.category), cause=root_cause, confidence=confidence, summary=summary,
-        explanation=cause.explanation, root=root, symptoms=symptoms, alternatives=alternatives,
-        remediation=advice + tuple(r for r in cause.remediation if r not in advice), next_steps=cause.next_steps,
-        counter=counters.get(root_cause, (1.0, ()))[1],
+        category=Category(cause.category), cause=root_cause, confidence=_confidence(root_cause, contenders, k),
+        summary=f"{cause.title}: {root.summary}", explanation=cause.explanation, root=root, symptoms=symptoms,
+        alternatives=alternatives, remediation=advice + tuple(r for r in cause.remediation if r not in advice),
+        next_steps=cause.next_steps, counter=counter,
         signature=signature_of(root_cause, cause.category, root, case), trace=tuple(trace))
 
 
@@ -113,10 +131,6 @@ def _specific_advice(findings: list[Finding], k: Knowledge) -> tuple[str, ...]:
     advice = [by_id[f.discriminator].advice for f in findings
               if f.rule == "known-messages" and f.discriminator in by_id and by_id[f.discriminator].advice]
     return tuple(dict.fromkeys(advice))
-
-
-def _as_dict(f: Finding) -> dict:
-    return {name: getattr(f, name) for name in f.__dataclass_fields__}
 
 
 # When times cannot order two well-supported causes, the one that explains the other
