@@ -39,7 +39,7 @@ class _Collected:
 
 def analyze(path: Path, options: Options = Options()) -> Analysis:
     # Parsing makes millions of small acyclic objects; the cyclic collector would walk the
-    # growing heap again and again (quadratic time on big bundles) and find nothing.
+    # growing heap again and again on big bundles and find nothing.
     collecting = gc.isenabled()
     gc.disable()
     try:
