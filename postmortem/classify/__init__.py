@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
-from postmortem.classify.counter import before_the_job, counter_evidence, death_mismatch, unrelated_victims
+from postmortem.classify.counter import (before_the_job, counter_evidence, crashed_peer, death_mismatch,
+                                         unrelated_victims)
 from postmortem.classify.rules import RULES
 from postmortem.classify.signature import signature_of
 from postmortem.knowledge import Knowledge
@@ -65,7 +66,8 @@ def _counters(findings: list[Finding], case: Case, trace: list[str]) -> dict[str
     counters = counter_evidence(case, trace)
     for cause, (factor, reasons) in [*before_the_job(findings, case, trace).items(),
                                      *unrelated_victims(findings, case, trace).items(),
-                                     *death_mismatch(case, trace).items()]:
+                                     *death_mismatch(case, trace).items(),
+                                     *crashed_peer(case, trace).items()]:
         old_factor, old_reasons = counters.get(cause, (1.0, ()))
         counters[cause] = (old_factor * factor, old_reasons + reasons)
     return counters

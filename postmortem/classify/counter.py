@@ -131,6 +131,36 @@ def death_mismatch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple
     return {"host_oom": (0.35, (reason,))}
 
 
+# Deaths that are teardown, not a cause: the launcher's SIGTERM, NCCL's own abort.
+_TEARDOWN = frozenset({"SIGTERM", "SIGABRT", "SIGINT", "SIGHUP"})
+_NETWORK_TEXT = re.compile(r"NCCL|nccl|[Cc]onnection|network|gloo|[Tt]imed out|[Tt]imeout|DistBackendError|Socket")
+
+
+def crashed_peer(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """Connection errors are what a process's peers see when it dies.  When the bundle
+    shows one of the job's processes dying of a fault (SIGSEGV, SIGBUS ...) or of an
+    exception that is not itself a communication error, the network is the messenger."""
+    from postmortem import signals
+
+    for e in case.events:
+        # (not the kernel log: it keeps every crash since boot, most of them someone else's)
+        if e.kind in ("py.fatal_signal", "native.signal", "gdb.signal", "core.signal", "launcher.exit",
+                      "launcher.child_failed"):
+            name = signals.name_of(e.data.get("signal")) or signals.of_exitcode(e.data.get("exitcode"))
+            if name and name not in _TEARDOWN:
+                return _peer_reason(e, name, trace)
+        elif e.kind == "py.exception" and not _NETWORK_TEXT.search(e.text):
+            return _peer_reason(e, str(e.data.get("type") or "an exception"), trace)
+    return {}
+
+
+def _peer_reason(e: Event, what: str, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+    reason = (f"a process of the job died of {what} ({e.ref.describe()}): connection errors on its peers "
+              "are the fallout, not the network")
+    trace.append(f"counter: {reason}")
+    return {"nccl_network": (0.5, (reason,))}
+
+
 def counter_evidence(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
     out: dict[str, tuple[float, tuple[str, ...]]] = {}
     sizes = effective_shm_size(case)

@@ -74,7 +74,7 @@ class KnownMessages(Rule):
             m = patterns.get(pid)
             if m is None or m.cause in ("", "xid") or m.weight <= 0:
                 continue
-            w = _repeat(m.weight, len(events))
+            w = min(_repeat(m.weight, len(events)), m.weight_cap)
             summary = f"{len(events)} line(s) matching '{m.id}' ({k.causes[m.cause].title})"
             trace.append(f"{self.id}: {m.id} x{len(events)} -> {m.cause} ({w:.2f}), first at {events[0].ref.describe()}")
             out.append(finding(k, m.cause, w, self.id, summary, events, m.role, discriminator=m.id))
@@ -239,7 +239,7 @@ class NcclVersionMismatch(Rule):
 
 COLLECTIVE_FRAME = re.compile(r"barrier|all_?reduce|all_?gather|broadcast|reduce_scatter|all_to_all|alltoall|"
                               r"\bwait\b|monitored_barrier|synchronize", re.I)
-TIMEOUT_KINDS = ("msg.watchdog_timeout", "msg.gloo_timeout")
+TIMEOUT_KINDS = ("msg.watchdog_timeout", "msg.gloo_timeout", "msg.nccl_uniqueid_store_timeout")
 
 
 class CollectiveTimeout(Rule):
@@ -259,9 +259,12 @@ class CollectiveTimeout(Rule):
         if not timeouts:
             return []
         timed_out = {e.rank for e in timeouts if e.rank is not None}
+        # A rank that others waited for by name (the one to publish the ncclUniqueId) is silent too.
+        awaited = {int(e.data["awaited"]) for e in timeouts if str(e.data.get("awaited", "")).isdigit()} - timed_out
         world = self._world(case, timed_out)
-        silent = sorted(world - timed_out) if timed_out else []
-        world_known_apart = bool(world - timed_out) and (len(timed_out) >= 2 or self._world_size(case) or self._launcher_ranks(case))
+        silent = sorted((world - timed_out) | awaited) if timed_out else []
+        world_known_apart = bool(awaited) or (bool(world - timed_out) and (
+            len(timed_out) >= 2 or self._world_size(case) or self._launcher_ranks(case)))
         seqs = [int(e.data["seq"]) for e in timeouts if str(e.data.get("seq", "")).isdigit()]
         early = bool(seqs) and max(seqs) <= 10
         progress = [e for e in case.events if e.kind == "msg.progress_bar"]

@@ -60,6 +60,7 @@ class MessagePattern:
     source: str
     origin: str         # file the entry came from
     advice: str = ""    # a fix specific to this message, shown first when it is root evidence
+    weight_cap: float = 0.97  # support from many such lines stops here (lines every rank prints)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +142,7 @@ def parse_messages(data: dict, origin: str) -> tuple[MessagePattern, ...]:
             id=_need(e, "id", where), keywords=keywords, regex=regex, severity=severity,
             cause=e.get("cause", ""), weight=float(e.get("weight", 0.0)), role=role,
             sample=_need(e, "sample", where), source=_need(e, "source", where), origin=origin,
-            advice=e.get("advice", "")))
+            advice=e.get("advice", ""), weight_cap=float(e.get("weight_cap", 0.97))))
     return tuple(out)
 
 

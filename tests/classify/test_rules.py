@@ -200,3 +200,17 @@ def test_advice_tied_to_the_deciding_message_comes_first():
     """RoCE completion error 12 (fixtures/validation3): the GID-index advice leads the fixes."""
     v = analyze(ROOT / "fixtures/validation3/roce-error12-gid-index-02/bundle").verdict
     assert v.cause == "nccl_network" and "NCCL_IB_GID_INDEX" in v.remediation[0]
+
+
+def test_connection_errors_alone_are_the_network():
+    """fixtures/validation6: ncclRemoteError / connection reset and nothing else."""
+    v = analyze(ROOT / "fixtures/validation6/remote-error-ib-nodes-nccl2076-02/bundle").verdict
+    assert v.cause == "nccl_network" and v.confidence < 0.5
+
+
+def test_connection_errors_after_a_peer_crashed_are_fallout():
+    """fixtures/timeline/two-host: rank 1 died of SIGSEGV, rank 0's gloo saw the connection
+    close — the network is the messenger, not the cause."""
+    v = analyze(ROOT / "fixtures/timeline/two-host").verdict
+    assert v.cause != "nccl_network"
+    assert any("died of SIGSEGV" in t for t in v.trace)
