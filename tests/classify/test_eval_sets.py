@@ -26,7 +26,8 @@ def test_corpus_floors_and_no_confident_mistake():
 def test_validation_set_floor():
     """The second set of real cases (fixtures/validation): one case has no cause id by design."""
     result = evaluate([ROOT / "fixtures/validation", ROOT / "fixtures/validation2", ROOT / "fixtures/validation3",
-                         ROOT / "fixtures/validation4", ROOT / "fixtures/validation5", ROOT / "fixtures/validation6"])
-    assert result["total"] >= 44
+                         ROOT / "fixtures/validation4", ROOT / "fixtures/validation5", ROOT / "fixtures/validation6",
+                         ROOT / "fixtures/validation7", ROOT / "fixtures/validation8"])
+    assert result["total"] >= 48
     assert result["category_correct"] >= result["total"] - 1 and not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
