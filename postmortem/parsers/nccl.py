@@ -341,6 +341,8 @@ class NcclParser(LineParser):
             msg = m["msg"] or ""
         host = m["host"] or line.host
         key = (host, m["pid"], m["tid"])
+        if level == "INFO" and self._repeat_of_plain_info(key, m, msg):
+            return True
         where = {"host": host, "pid": int(m["pid"]) if m["pid"] else None,
                  "tid": int(m["tid"]) if m["tid"] else None,
                  "stamp": _stamp(m["ts"]) or line.stamp}
@@ -410,6 +412,23 @@ class NcclParser(LineParser):
             self._transport(line, data, where, dev)
         else:
             self._plain_info(line, msg, where, dev)
+
+    def _repeat_of_plain_info(self, key: tuple, m: re.Match, msg: str) -> bool:
+        """The hot path of a big INFO bundle: another rank repeating an unstructured INFO
+        line already seen.  Counted without building anything (see _plain_info)."""
+        if " -> " in msg or msg.startswith("Channel ") or _GRAMMAR_WORTHY.match(msg) or _ABORT.search(msg):
+            return False
+        seen = self._plain.get(_SHAPE.sub("#", msg))
+        if seen is None:
+            return False
+        self._end_chain(key)
+        self._last_warn.pop(key, None)
+        seen["count"] += 1
+        if m["pid"] and len(seen["pids"]) < _MAX_LISTED:
+            pid = int(m["pid"])
+            if pid not in seen["pids"]:
+                seen["pids"].append(pid)
+        return True
 
     def _plain_info(self, line: Line, msg: str, where: dict, dev: int | None) -> None:
         """Unstructured INFO lines (`Setting affinity ...`, `NET/Plugin ...`) say the same
