@@ -349,6 +349,34 @@ class SilentCollectiveHang(Rule):
                         header + devices, "root", "hang")]
 
 
+HIGH_HOST_MEMORY_PCT = 80.0
+
+
+class HighHostMemoryThenDeath(Rule):
+    """The job's own last host-memory reading was high (DeepSpeed's see_memory_usage and
+    the like), and then a process was killed or the launcher tore the job down: the OOM
+    killer is the likeliest hand even without a kernel log in the bundle."""
+
+    id = "high-host-memory-then-death"
+
+    def findings(self, case, k, trace):
+        readings = [e for e in case.events if e.kind == "msg.host_memory_report"]
+        high = [e for e in readings if _num(e.data.get("pct")) >= HIGH_HOST_MEMORY_PCT]
+        if not high:
+            return []
+        last = max(high, key=lambda e: e.seq)
+        deaths = [e for e in case.events if e.seq > last.seq and (
+            e.kind.startswith("launcher.") or died_of(e, "SIGKILL"))]
+        if not deaths:
+            return []
+        pct = _num(last.data.get("pct"))
+        trace.append(f"{self.id}: host memory at {pct:.0f}% ({last.ref.describe()}), then {deaths[0].ref.describe()}")
+        return [finding(k, "host_oom", 0.5 if pct < 90 else 0.6, self.id,
+                        f"host memory was {pct:.0f}% used ({last.ref.describe()}) just before a process of the job "
+                        f"was killed ({deaths[0].ref.describe()}); dmesg would show the OOM killer",
+                        [last, deaths[0]], "root", "memory")]
+
+
 class QuietPcieTopology(Rule):
     """No error anywhere, and the GPUs talk peer-to-peer over PCIe (`nvidia-smi topo -m`
     shows PIX/PXB/PHB/NODE/SYS between GPUs, no NVLink): the classic silent hang is P2P
@@ -449,4 +477,5 @@ RULES: tuple[Rule, ...] = (
     KilledWithoutReason(),
     GpuHealth(),
     QuietPcieTopology(),
+    HighHostMemoryThenDeath(),
 )

@@ -214,3 +214,19 @@ def test_connection_errors_after_a_peer_crashed_are_fallout():
     v = analyze(ROOT / "fixtures/timeline/two-host").verdict
     assert v.cause != "nccl_network"
     assert any("died of SIGSEGV" in t for t in v.trace)
+
+
+def test_high_host_memory_then_a_kill_is_host_oom():
+    """fixtures/validation10: DeepSpeed reports 84.6% host memory, then kills a subprocess."""
+    fs, trace = run(rules.HighHostMemoryThenDeath(), ROOT / "fixtures/validation10/deepspeed-offload-host-oom-06/bundle")
+    assert fs and fs[0].cause == "host_oom" and "85%" in fs[0].summary
+
+
+def test_high_host_memory_alone_says_nothing(tmp_path):
+    b = tmp_path / "b"
+    b.mkdir()
+    lines = (ROOT / "fixtures/validation10/deepspeed-offload-host-oom-06/bundle").glob("*")
+    text = next(lines).read_text().splitlines()
+    (b / "train.log").write_text("\n".join(l for l in text if "Killing subprocess" not in l) + "\n")
+    fs, _ = run(rules.HighHostMemoryThenDeath(), b)
+    assert fs == []
