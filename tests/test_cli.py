@@ -6,11 +6,9 @@ import json
 import os
 import tarfile
 import zipfile
-from pathlib import Path
 
-import pytest
 
-from conftest import CORPUS, FIXTURES, ROOT, analyze_json, run_cli
+from conftest import CORPUS, analyze_json, run_cli
 
 VERDICT_KEYS = {"category", "cause", "confidence", "summary", "evidence", "symptoms", "remediation", "next_steps"}
 EVENT_KEYS = {"ts", "ts_basis", "uncertainty_s", "source", "line", "host", "pid", "tid", "rank", "kind", "text"}

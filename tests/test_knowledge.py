@@ -1,6 +1,4 @@
 """The knowledge files: content, not just shape (siggen's lesson)."""
-import re
-import tomllib
 from importlib import resources
 
 import pytest

@@ -113,7 +113,7 @@ _AER_SUMMARY = re.compile(
 _AER_STATUS = re.compile(r"^\s*device \[(?P<ids>[0-9a-f:]+)\] error status/mask=(?P<status>[0-9a-f]+)/(?P<mask>[0-9a-f]+)")
 _AER_BIT = re.compile(r"^\s*\[\s*(?P<bit>\d+)\] (?P<name>\S+)\s*(?P<first>\(First\))?")
 _FELL_OFF = re.compile(rf"NVRM: GPU (?P<pci>{_PCI_BDF}): GPU has fallen off the bus")
-_NVRM_PCI = re.compile(rf"(?:PCI:)?(?P<pci>[0-9a-fA-F]{{4}}:[0-9a-fA-F]{{2}}:[0-9a-fA-F]{{2}}(?:\.[0-7])?)")
+_NVRM_PCI = re.compile(r"(?:PCI:)?(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)")
 _CAUSED_BY = re.compile(r"caused by (?:the )?previous Xid(?: (?P<code>\d+))?", re.I)
 _DIMM = re.compile(r"\b(\S*DIMM\S*?)(?=[\s,)]|$)")
 _OOM_CONSTRAINT = re.compile(r"oom-kill:constraint=(?P<constraint>[A-Z_]+)(?P<rest>.*)")

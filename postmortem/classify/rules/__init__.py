@@ -1,0 +1,28 @@
+"""The rules, in one ordered list (order only decides the trace's order: resolving root
+versus symptom happens in postmortem/classify/__init__.py).  One module per family:
+knowledge-driven (messages, Xids), config, comms, hardware."""
+from __future__ import annotations
+
+from postmortem.classify.rules.base import Rule, died_of, finding
+from postmortem.classify.rules.comms import NcclVersionMismatch, QuietPcieTopology, SilentCollectiveHang
+from postmortem.classify.rules.config import (CollectiveTimeout, HighHostMemoryThenDeath, KilledWithoutReason,
+                                              SigbusContext)
+from postmortem.classify.rules.hardware import GpuHealth
+from postmortem.classify.rules.knowledge import KnownMessages, XidCatalog
+
+RULES: tuple[Rule, ...] = (
+    KnownMessages(),
+    XidCatalog(),
+    SigbusContext(),
+    NcclVersionMismatch(),
+    CollectiveTimeout(),
+    SilentCollectiveHang(),
+    KilledWithoutReason(),
+    GpuHealth(),
+    QuietPcieTopology(),
+    HighHostMemoryThenDeath(),
+)
+
+__all__ = ["RULES", "Rule", "died_of", "finding", "KnownMessages", "XidCatalog", "SigbusContext",
+           "NcclVersionMismatch", "CollectiveTimeout", "SilentCollectiveHang", "HighHostMemoryThenDeath",
+           "QuietPcieTopology", "KilledWithoutReason", "GpuHealth"]

@@ -1,0 +1,80 @@
+"""What every rule shares: the Rule protocol, building a Finding, reading deaths and stacks.
+
+A rule never mutates shared state; it returns findings and appends lines to `trace`.
+Knowledge (what a message means, what an Xid means) comes from postmortem/knowledge,
+never from literals in a rule.  Order does not matter: classify/__init__.py decides
+root versus symptom.
+"""
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Iterable
+
+from postmortem import signals
+from postmortem.knowledge import Knowledge
+from postmortem.model import Case, Category, Event, Finding, Ref, Stack
+
+MAX_EVIDENCE = 8
+
+def _span(events: list[Event]) -> tuple[int | None, datetime | None, datetime | None]:
+    """First reading position, first and last absolute time of some events."""
+    seqs = [e.seq for e in events]
+    ats = [e.when.at for e in events if e.when and e.when.at]
+    return (min(seqs) if seqs else None), (min(ats) if ats else None), (max(ats) if ats else None)
+
+def _refs(events: Iterable[Event]) -> tuple[Ref, ...]:
+    seen: dict[tuple, Ref] = {}
+    for e in events:
+        seen.setdefault((e.ref.path, e.ref.line, e.ref.offset), e.ref)
+        if len(seen) >= MAX_EVIDENCE:
+            break
+    return tuple(seen.values())
+
+def _repeat(weight: float, n: int) -> float:
+    """Support from n lines saying the same thing: more lines add a little, not a lot."""
+    return 1 - (1 - weight) * (0.85 ** max(0, min(n, 6) - 1))
+
+def finding(k: Knowledge, cause: str, weight: float, rule: str, summary: str, events: list[Event],
+            role: str = "root", discriminator: str = "", extra_refs: tuple[Ref, ...] = ()) -> Finding:
+    seq, at, last = _span(events)
+    category = Category(k.causes[cause].category) if cause in k.causes else Category.UNKNOWN
+    return Finding(cause=cause, category=category, confidence=round(min(weight, 0.97), 3), rule=rule,
+                   summary=summary, evidence=_refs(events) + extra_refs, first_seq=seq, first_at=at, last_at=last,
+                   discriminator=discriminator, role=role)
+
+class Rule:
+    id = "rule"
+
+    def findings(self, case: Case, k: Knowledge, trace: list[str]) -> list[Finding]:
+        raise NotImplementedError
+
+def died_of(e: Event, name: str) -> bool:
+    """Does this event say a process died of signal `name` (e.g. SIGBUS)?  Parsers and
+    message patterns spell it as signal/signame (a name or strsignal text), signo (a
+    number) or exitcode (minus the number)."""
+    d = e.data
+    if not d.keys() & _SIGNAL_KEYS:  # most events say nothing about a death: answer fast
+        return False
+    return (any(signals.name_of(d.get(key)) == name for key in ("signal", "signame", "signo"))
+            or signals.of_exitcode(d.get("exitcode")) == name)
+
+_SIGNAL_KEYS = frozenset({"signal", "signame", "signo", "exitcode"})
+
+def _stack_mentions(stacks: Iterable[Stack], pattern: re.Pattern[str]) -> list[Stack]:
+    return [s for s in stacks if any(pattern.search(f.function or "") or pattern.search(f.module or "")
+                                     or pattern.search(f.file or "") for f in s.frames)]
+
+def _num(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("-inf")
+
+def _bad(value) -> bool:
+    """A counter above zero, a True flag, or an error text."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value > 0
+    return bool(value) and str(value).strip().lower() not in ("0", "no", "none", "n/a", "false")

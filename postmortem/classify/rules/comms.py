@@ -1,0 +1,81 @@
+"""Rules for the communication layer: NCCL versions, silent hangs, PCIe topology."""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from postmortem.classify.rules.base import Rule, finding
+from postmortem.model import Event
+
+class NcclVersionMismatch(Rule):
+    """Different NCCL versions in one job (one banner per node or log) cannot talk to each other."""
+
+    id = "nccl-version-mismatch"
+
+    def findings(self, case, k, trace):
+        versions: dict[str, list[Event]] = defaultdict(list)
+        for e in case.events:
+            v = e.data.get("version") if e.kind in ("nccl.version", "msg.nccl_version_banner", "msg.nccl_error_in") else None
+            if isinstance(v, str) and re.fullmatch(r"\d+\.\d+\.\d+", v.split("+")[0]):
+                versions[v.split("+")[0]].append(e)
+        if len(versions) < 2:
+            return []
+        listing = ", ".join(f"{v} ({versions[v][0].ref.describe()})" for v in sorted(versions))
+        trace.append(f"{self.id}: versions {listing}")
+        events = [evs[0] for evs in versions.values()]
+        return [finding(k, "nccl_version_mismatch", 0.85, self.id, f"different NCCL versions in one job: {listing}",
+                        events, "root", "versions")]
+
+class SilentCollectiveHang(Rule):
+    """nccl-tests that set up its GPUs, printed no result and no error: it hung.
+
+    With all GPUs in one process the traffic is intra-node peer-to-peer; GPUs under
+    different PCIe root complexes (bus ids on both sides of 0x80) are where IOMMU/ACS
+    redirection breaks P2P."""
+
+    id = "silent-collective-hang"
+
+    def findings(self, case, k, trace):
+        header = [e for e in case.events if e.kind == "msg.nccl_tests_header"]
+        devices = [e for e in case.events if e.kind == "msg.nccl_tests_device"]
+        if not header or not devices:
+            return []
+        if any(e.kind == "msg.nccl_tests_result" for e in case.events):
+            return []
+        if any(e.severity.value in ("error", "fatal") and not e.kind.startswith(("msg.libibverbs", "nccl.warn"))
+               for e in case.events):
+            return []
+        hosts = {e.data.get("node") for e in devices}
+        buses = sorted({int(str(e.data.get("bus", "0")), 16) for e in devices})
+        split_roots = any(b < 0x80 for b in buses) and any(b >= 0x80 for b in buses)
+        if len(hosts) != 1:
+            return []
+        w = 0.5 if split_roots else 0.4
+        why = " across two PCIe root complexes" if split_roots else ""
+        trace.append(f"{self.id}: nccl-tests on {len(devices)} GPUs of one host printed no result and no error{why}")
+        return [finding(k, "nccl_p2p", w, self.id,
+                        f"nccl-tests initialised {len(devices)} GPUs of one node{why} and then produced no result and no error: a P2P hang",
+                        header + devices, "root", "hang")]
+
+class QuietPcieTopology(Rule):
+    """No error anywhere, and the GPUs talk peer-to-peer over PCIe (`nvidia-smi topo -m`
+    shows PIX/PXB/PHB/NODE/SYS between GPUs, no NVLink): the classic silent hang is P2P
+    traffic broken by PCIe ACS or the IOMMU.  Weak on purpose: any error line outweighs it."""
+
+    id = "quiet-pcie-topology"
+    PCIE = frozenset({"PIX", "PXB", "PHB", "NODE", "SYS", "SOC"})
+
+    def findings(self, case, k, trace):
+        links = [f for f in case.facts if f.name == "gpu.topo_links" and isinstance(f.value, dict)]
+        if not links or any(e.severity.value in ("error", "fatal") for e in case.events):
+            return []
+        kinds = {v for f in links for pair, v in f.value.items() if pair.startswith("GPU") and "-GPU" in pair}
+        if not kinds or not kinds <= self.PCIE:
+            return []
+        crosses = bool(kinds & {"NODE", "SYS"})
+        trace.append(f"{self.id}: no error lines; GPU pairs linked by {sorted(kinds)} only")
+        return [finding(k, "nccl_p2p", 0.4 if crosses else 0.36, self.id,
+                        f"no error anywhere and the GPUs reach each other only over PCIe ({', '.join(sorted(kinds))}"
+                        f"{', across host bridges' if crosses else ''}): a silent hang of P2P traffic (ACS/IOMMU) is the "
+                        "likeliest reading; confirm with NCCL_P2P_DISABLE=1",
+                        [], "root", "topology", extra_refs=tuple(f.ref for f in links[:2]))]

@@ -1,0 +1,190 @@
+"""Rules whose causes are mostly the job's own setup: /dev/shm, timeouts, memory, kills."""
+from __future__ import annotations
+
+import re
+
+from postmortem.classify.counter import effective_shm_size
+from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, finding
+from postmortem.model import Case, Event, Ref, Stack
+
+NCCL_FRAME = re.compile(r"nccl|libnccl", re.I)
+
+SHM_FRAME = re.compile(r"shared_memory|/dev/shm|\bpsm_|_share_(?:fd|filename)_|shm_open|posix_fallocate|MapAllocator|libshm")
+
+SMALL_SHM_BYTES = 256 << 20
+
+def _is_sigbus(e: Event) -> bool:
+    return died_of(e, "SIGBUS")
+
+class SigbusContext(Rule):
+    """A SIGBUS, read by where it happened.
+
+    * the core's fault address inside a /dev/shm file: shared memory exhausted, proven;
+    * BUS_MCEERR_*: a hardware memory error;
+    * inside NCCL code (NCCL maps its intra-node buffers from /dev/shm; 2.12-2.18 size them
+      sparse, so a full tmpfs surfaces as SIGBUS on first touch): shm exhausted, likely;
+    * otherwise the commonest cause in training jobs is still /dev/shm, but weakly."""
+
+    id = "sigbus-context"
+
+    def findings(self, case, k, trace):
+        buses = [e for e in case.events if _is_sigbus(e)]
+        if not buses:
+            return []
+        core_hits = [e for e in case.events if e.kind == "core.signal" and _is_sigbus(e)]
+        for e in core_hits:
+            code = str(e.data.get("si_code_name", ""))
+            mapping = str(e.data.get("mapping", ""))
+            if code.startswith("BUS_MCEERR"):
+                trace.append(f"{self.id}: core SIGBUS {code}: hardware memory error")
+                return [finding(k, "host_memory_error", 0.9, self.id, f"SIGBUS {code} in the core: the kernel reports poisoned memory", [e], "root", "SIGBUS")]
+            if mapping.startswith("/dev/shm/"):
+                trace.append(f"{self.id}: core SIGBUS inside {mapping}: shm exhausted")
+                return [finding(k, "shm_exhausted", 0.95, self.id,
+                                f"SIGBUS at an address inside {mapping} (offset {e.data.get('mapping_offset')}): the tmpfs had no page to give",
+                                [e], "root", "SIGBUS")]
+        # Softer signs, each with its own strength; the strongest one sets the support.
+        signs: list[tuple[float, str, tuple[Ref, ...]]] = []
+        nccl_stacks = _stack_mentions(case.stacks, NCCL_FRAME)
+        if nccl_stacks:
+            signs.append((0.62, "the SIGBUS hit inside NCCL code: NCCL's shared-memory segments live in /dev/shm, "
+                                "and an undersized /dev/shm surfaces as SIGBUS on first touch", (nccl_stacks[0].ref,)))
+        shm_stacks = _stack_mentions(case.stacks, SHM_FRAME)
+        if shm_stacks:
+            signs.append((0.7, "the crashing stack is writing shared memory", (shm_stacks[0].ref,)))
+        small = [(f, v) for f, v in effective_shm_size(case) if v is not None and v <= SMALL_SHM_BYTES]
+        if small:
+            f, v = small[0]
+            signs.append((0.78, f"/dev/shm is only {v / (1 << 20):.0f} MiB ({f.ref.describe()}), "
+                                "the container default that DataLoader workers and NCCL overflow", (f.ref,)))
+        if not signs:
+            trace.append(f"{self.id}: SIGBUS without location; weak shm suspicion")
+            return [finding(k, "shm_exhausted", 0.4, self.id,
+                            "a process died of SIGBUS; in training jobs that is most often an exhausted /dev/shm "
+                            "(no location known to confirm it)", buses, "root", "SIGBUS")]
+        signs.sort(key=lambda s: -s[0])
+        w = 1 - (1 - signs[0][0]) * (0.8 if len(signs) > 1 else 1.0)
+        refs = tuple(r for _, _, rs in signs for r in rs)
+        trace.append(f"{self.id}: SIGBUS with {len(signs)} shm sign(s): " + "; ".join(t for _, t, _ in signs))
+        return [finding(k, "shm_exhausted", w, self.id, "SIGBUS: " + "; ".join(t for _, t, _ in signs),
+                        buses, "root", "SIGBUS", extra_refs=refs)]
+
+COLLECTIVE_FRAME = re.compile(r"barrier|all_?reduce|all_?gather|broadcast|reduce_scatter|all_to_all|alltoall|"
+                              r"\bwait\b|monitored_barrier|synchronize", re.I)
+
+TIMEOUT_KINDS = ("msg.watchdog_timeout", "msg.gloo_timeout", "msg.nccl_uniqueid_store_timeout")
+
+class CollectiveTimeout(Rule):
+    """Collective timeouts (NCCL watchdog, gloo): whose were they?
+
+    When some ranks time out and others of the job never report one, the silent ranks
+    were busy elsewhere (a straggler: preprocessing, a long save).  Stronger when the
+    timeout hit the first collectives of the job (a low SeqNum), when a progress bar
+    shows work still running, or when stack dumps show one rank waiting in a collective
+    while another is in ordinary code.  When every rank we know of timed out, the
+    collective itself was stuck."""
+
+    id = "collective-timeout"
+
+    def findings(self, case, k, trace):
+        timeouts = [e for e in case.events if e.kind in TIMEOUT_KINDS]
+        if not timeouts:
+            return []
+        timed_out = {e.rank for e in timeouts if e.rank is not None}
+        # A rank that others waited for by name (the one to publish the ncclUniqueId) is silent too.
+        awaited = {int(e.data["awaited"]) for e in timeouts if str(e.data.get("awaited", "")).isdigit()} - timed_out
+        world = self._world(case, timed_out)
+        silent = sorted((world - timed_out) | awaited) if timed_out else []
+        world_known_apart = bool(awaited) or (bool(world - timed_out) and (
+            len(timed_out) >= 2 or self._world_size(case) or self._launcher_ranks(case)))
+        seqs = [int(e.data["seq"]) for e in timeouts if str(e.data.get("seq", "")).isdigit()]
+        early = bool(seqs) and max(seqs) <= 10
+        progress = [e for e in case.events if e.kind == "msg.progress_bar"]
+        busy, waiting = self._dumps(case)
+        if silent and world_known_apart:
+            w = 0.5 + (0.12 if early else 0) + (0.1 if progress else 0) + (0.12 if busy and waiting else 0)
+            why = []
+            if progress:
+                why.append(f"the log shows '{progress[0].data.get('task', '').strip()}' still running")
+            if busy and waiting:
+                why.append(f"a stack dump shows a rank in {busy[0].frames[0].function}() while another waits in "
+                           f"{waiting[0].frames[0].function}()")
+            op = timeouts[0].data.get("op", "a collective")
+            summary = (f"rank(s) {sorted(timed_out)} timed out in {op}"
+                       f"{f' (SeqNum {min(seqs)})' if seqs else ''} while rank(s) {silent} never reported a timeout"
+                       + (f"; {'; '.join(why)}" if why else ""))
+            trace.append(f"{self.id}: straggler: silent {silent}, early={early}, progress={bool(progress)}, dumps={bool(busy and waiting)}")
+            extra = tuple(s.ref for s in busy[:1] + waiting[:1])
+            return [finding(k, "straggler_timeout", w, self.id, summary, timeouts + progress[:1], "root", "timeout",
+                            extra_refs=extra)]
+        trace.append(f"{self.id}: no rank is known to be missing; the collective itself was stuck")
+        return [finding(k, "nccl_timeout", 0.4, self.id,
+                        f"{len(timeouts)} collective timeout(s) across ranks {sorted(timed_out) or '?'}; no other fault found",
+                        timeouts, "root", "timeout")]
+
+    @staticmethod
+    def _world_size(case: Case) -> int | None:
+        sizes = [int(e.data["nranks"]) for e in case.events
+                 if e.kind == "nccl.init" and str(e.data.get("nranks", "")).isdigit()]
+        return max(sizes) if sizes else None
+
+    @staticmethod
+    def _launcher_ranks(case: Case) -> set[int]:
+        return {e.rank for e in case.events if e.kind == "launcher.child_failed" and e.rank is not None}
+
+    def _world(self, case: Case, timed_out: set[int]) -> set[int]:
+        size = self._world_size(case)
+        if size:
+            return set(range(size))
+        ranks = self._launcher_ranks(case) | timed_out
+        return set(range(max(ranks) + 1)) if ranks else set()
+
+    @staticmethod
+    def _dumps(case: Case) -> tuple[list[Stack], list[Stack]]:
+        """Thread dumps (faulthandler) split into ranks busy in ordinary code and ranks
+        waiting in a collective."""
+        dumps = [s for s in case.stacks if s.origin == "faulthandler" and s.frames]
+        waiting = [s for s in dumps if any(COLLECTIVE_FRAME.search(f.function or "") for f in s.frames)]
+        busy = [s for s in dumps if s not in waiting]
+        return busy, waiting
+
+HIGH_HOST_MEMORY_PCT = 80.0
+
+class HighHostMemoryThenDeath(Rule):
+    """The job's own last host-memory reading was high (DeepSpeed's see_memory_usage and
+    the like), and then a process was killed or the launcher tore the job down: the OOM
+    killer is the likeliest hand even without a kernel log in the bundle."""
+
+    id = "high-host-memory-then-death"
+
+    def findings(self, case, k, trace):
+        readings = [e for e in case.events if e.kind == "msg.host_memory_report"]
+        high = [e for e in readings if _num(e.data.get("pct")) >= HIGH_HOST_MEMORY_PCT]
+        if not high:
+            return []
+        last = max(high, key=lambda e: e.seq)
+        deaths = [e for e in case.events if e.seq > last.seq and (
+            e.kind.startswith("launcher.") or died_of(e, "SIGKILL"))]
+        if not deaths:
+            return []
+        pct = _num(last.data.get("pct"))
+        trace.append(f"{self.id}: host memory at {pct:.0f}% ({last.ref.describe()}), then {deaths[0].ref.describe()}")
+        return [finding(k, "host_oom", 0.5 if pct < 90 else 0.6, self.id,
+                        f"host memory was {pct:.0f}% used ({last.ref.describe()}) just before a process of the job "
+                        f"was killed ({deaths[0].ref.describe()}); dmesg would show the OOM killer",
+                        [last, deaths[0]], "root", "memory")]
+
+class KilledWithoutReason(Rule):
+    """A rank killed by SIGKILL (exit code -9) with no OOM line in the bundle: the OOM
+    killer is the usual sender, so say so — weakly, and ask for dmesg."""
+
+    id = "sigkill-exit"
+
+    def findings(self, case, k, trace):
+        kills = [e for e in case.events if died_of(e, "SIGKILL")
+                 and not e.kind.startswith("msg.dataloader")]
+        if not kills:
+            return []
+        trace.append(f"{self.id}: {len(kills)} SIGKILL exit(s)")
+        return [finding(k, "host_oom", 0.35, self.id, "a rank was killed with SIGKILL (exit code -9), the OOM killer's signal",
+                        kills, "root", "SIGKILL")]

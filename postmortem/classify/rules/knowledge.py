@@ -1,0 +1,84 @@
+"""Rules that read the knowledge files: known messages and the Xid catalog."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from postmortem.classify.rules.base import Rule, _repeat, finding
+from postmortem.model import Event
+
+class KnownMessages(Rule):
+    """A known message (knowledge/messages.toml) supports the cause it names.
+
+    Lines of one pattern are one finding; repeats raise support a little."""
+
+    id = "known-messages"
+
+    def findings(self, case, k, trace):
+        by_pattern: dict[str, list[Event]] = defaultdict(list)
+        for e in case.events:
+            if e.kind.startswith("msg."):
+                by_pattern[e.kind[4:]].append(e)
+        patterns = {m.id: m for m in k.messages}
+        out = []
+        for pid, events in by_pattern.items():
+            m = patterns.get(pid)
+            if m is None or m.cause in ("", "xid") or m.weight <= 0:
+                continue
+            w = min(_repeat(m.weight, len(events)), m.weight_cap)
+            summary = f"{len(events)} line(s) matching '{m.id}' ({k.causes[m.cause].title})"
+            trace.append(f"{self.id}: {m.id} x{len(events)} -> {m.cause} ({w:.2f}), first at {events[0].ref.describe()}")
+            out.append(finding(k, m.cause, w, self.id, summary, events, m.role, discriminator=m.id))
+        return out
+
+class XidCatalog(Rule):
+    """NVRM Xid lines, read through the Xid catalog (knowledge/xid.toml).
+
+    The same Xid repeating on one GPU weighs toward hardware; an application-fault Xid
+    (13, 31) spread over several GPUs is the workload's own kernel fault."""
+
+    id = "xid-catalog"
+
+    def findings(self, case, k, trace):
+        xids: dict[int, list[Event]] = defaultdict(list)
+        seen: set[tuple] = set()
+        for e in case.events:
+            if e.kind in ("kernel.xid", "msg.nvrm_xid"):
+                key = (e.ref.path, e.ref.line)
+                code = e.data.get("code")
+                if key in seen or code is None:
+                    continue
+                seen.add(key)
+                try:
+                    xids[int(code)].append(e)
+                except (TypeError, ValueError):
+                    continue
+        out = []
+        for code, events in sorted(xids.items()):
+            info = k.xids.get(code)
+            gpus = {str(e.data.get("pci", "")).lower() for e in events}
+            where = f"on {len(gpus)} GPU(s): {', '.join(sorted(gpus))}"
+            if info is None:
+                trace.append(f"{self.id}: Xid {code} is not in the catalog; {where}")
+                out.append(finding(k, "gpu_hardware_other", 0.3, self.id, f"Xid {code} (not in the catalog) {where}",
+                                   events, "root", discriminator=f"xid{code}"))
+                continue
+            label = f"Xid {code} {info.name}: {info.meaning} ({len(events)}x {where})"
+            if info.role == "consequence" or not info.cause:
+                trace.append(f"{self.id}: Xid {code} is a consequence/informational: {info.meaning}")
+                out.append(finding(k, "unknown", 0.05, self.id, label, events, "symptom", discriminator=f"xid{code}"))
+                continue
+            if info.cause == "app_fault":
+                if len(gpus) == 1 and len(events) >= 3:
+                    trace.append(f"{self.id}: app-fault Xid {code} repeats on one GPU -> hardware suspicion")
+                    out.append(finding(k, "gpu_hardware_other", 0.5, self.id, label, events, "root", f"xid{code}"))
+                else:
+                    trace.append(f"{self.id}: app-fault Xid {code} {where}: the workload's own fault, not hardware")
+                    out.append(finding(k, "unknown", 0.1, self.id, label, events, "symptom", f"xid{code}"))
+                continue
+            w = info.weight if info.role == "root" else info.weight * 0.5
+            if len(gpus) == 1 and len(events) > 1:
+                w = _repeat(w, len(events))
+            trace.append(f"{self.id}: Xid {code} -> {info.cause} ({w:.2f}) {where}")
+            out.append(finding(k, info.cause, w, self.id, label, events,
+                               "root" if info.role == "root" else "symptom", discriminator=f"xid{code}"))
+        return out
