@@ -181,7 +181,10 @@ def _unknown(case: Case, k: Knowledge, findings: list[Finding], scores: dict[str
              trace: list[str]) -> Verdict:
     u = k.causes["unknown"]
     best = sorted(scores, key=lambda c: -scores[c])
-    collect = list(u.collect)
+    # Files the launcher says hold the real error come first: they are the next thing to read.
+    pointers = [f"the error file the job's launcher names: {e.data['path']} ({e.ref.describe()})"
+                for e in case.events if e.kind == "msg.error_file_pointer" and e.data.get("path")]
+    collect = list(dict.fromkeys(pointers))[:3] + list(u.collect)
     for c in best[:2]:
         collect.extend(x for x in k.causes[c].collect if x not in collect)
     kinds = {a.kind for a in case.artifacts}

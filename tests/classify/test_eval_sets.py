@@ -29,9 +29,10 @@ def test_validation_set_floor():
                          ROOT / "fixtures/validation4", ROOT / "fixtures/validation5", ROOT / "fixtures/validation6",
                          ROOT / "fixtures/validation7", ROOT / "fixtures/validation8", ROOT / "fixtures/validation10",
                          ROOT / "fixtures/validation11", ROOT / "fixtures/validation12",
-                         ROOT / "fixtures/validation13"])
-    assert result["total"] >= 64
+                         ROOT / "fixtures/validation13", ROOT / "fixtures/validation14"])
+    assert result["total"] >= 67
     # known category misses, kept on purpose (each README says why): a truth with no cause id, a
-    # Docker hang whose only sign is "P2P disabled", a lone "unhandled cuda error" line
-    assert result["category_correct"] >= result["total"] - 3 and not result["confident_wrong"]
+    # Docker hang whose only sign is "P2P disabled", a lone "unhandled cuda error" line, a Ray
+    # failure table whose error sits in a file never quoted
+    assert result["category_correct"] >= result["total"] - 4 and not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]

@@ -247,3 +247,9 @@ def test_cuda_build_newer_major_than_driver(tmp_path):
     (b / "nccl.log").write_text(text.replace("+cuda12.3", "+cuda13.0"))
     fs, _ = run(rules.CudaBuildNewerThanDriver(), b)
     assert fs and fs[0].cause == "cuda_driver_mismatch" and "13.0" in fs[0].summary
+
+
+def test_unknown_verdict_asks_first_for_the_error_file_the_launcher_names():
+    """fixtures/validation14: a Ray Tune failure table whose NCCL error sits in a file the thread never quoted."""
+    v = analyze(ROOT / "fixtures/validation14/ray-train-tune-summary-nccl-ifname-wl-03/bundle").verdict
+    assert v.cause == "unknown" and v.collect[0].startswith("the error file the job's launcher names: /home/ray/")
