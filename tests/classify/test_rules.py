@@ -253,3 +253,15 @@ def test_unknown_verdict_asks_first_for_the_error_file_the_launcher_names():
     """fixtures/validation14: a Ray Tune failure table whose NCCL error sits in a file the thread never quoted."""
     v = analyze(ROOT / "fixtures/validation14/ray-train-tune-summary-nccl-ifname-wl-03/bundle").verdict
     assert v.cause == "unknown" and v.collect[0].startswith("the error file the job's launcher names: /home/ray/")
+
+
+def test_nccl_that_stops_during_init_on_one_host_is_a_p2p_suspect():
+    """fixtures/validation15: two GPU processes bootstrap, then nothing — fixed by disabling the IOMMU."""
+    fs, _ = run(rules.NcclStoppedDuringInit(), ROOT / "fixtures/validation15/iommu-p2p-hang-a6000-docker-03/bundle")
+    assert fs and fs[0].cause == "nccl_p2p" and fs[0].confidence < 0.4
+
+
+def test_nccl_stopped_during_init_stays_silent_with_errors_or_several_hosts():
+    for case in ("multi-roce-hca-enodev-08", "nccl-version-mismatch-01"):
+        fs, _ = run(rules.NcclStoppedDuringInit(), CORPUS / case / "bundle")
+        assert fs == [], case

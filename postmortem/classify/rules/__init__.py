@@ -4,7 +4,8 @@ knowledge-driven (messages, Xids), config, comms, hardware."""
 from __future__ import annotations
 
 from postmortem.classify.rules.base import Rule, died_of, finding
-from postmortem.classify.rules.comms import NcclVersionMismatch, QuietPcieTopology, SilentCollectiveHang
+from postmortem.classify.rules.comms import (NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
+                                             SilentCollectiveHang)
 from postmortem.classify.rules.config import (CollectiveTimeout, CudaBuildNewerThanDriver, HighHostMemoryThenDeath,
                                               KilledWithoutReason, SigbusContext)
 from postmortem.classify.rules.hardware import GpuHealth
@@ -22,8 +23,10 @@ RULES: tuple[Rule, ...] = (
     QuietPcieTopology(),
     HighHostMemoryThenDeath(),
     CudaBuildNewerThanDriver(),
+    NcclStoppedDuringInit(),
 )
 
 __all__ = ["RULES", "Rule", "died_of", "finding", "KnownMessages", "XidCatalog", "SigbusContext",
            "NcclVersionMismatch", "CollectiveTimeout", "SilentCollectiveHang", "HighHostMemoryThenDeath",
-           "QuietPcieTopology", "KilledWithoutReason", "GpuHealth", "CudaBuildNewerThanDriver"]
+           "QuietPcieTopology", "KilledWithoutReason", "GpuHealth", "CudaBuildNewerThanDriver",
+           "NcclStoppedDuringInit"]

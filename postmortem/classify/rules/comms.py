@@ -59,6 +59,35 @@ class SilentCollectiveHang(Rule):
                         f"nccl-tests initialised {len(devices)} GPUs of one node{why} and then produced no result and no error: a P2P hang",
                         header + devices, "root", "hang")]
 
+class NcclStoppedDuringInit(Rule):
+    """NCCL on several GPUs of one host started (bootstrap, network selection) and then the
+    log stops before any communicator completed init, with no error at all: the job hung in
+    init.  On one host that is peer-to-peer traffic (IOMMU/ACS) first.  Weak on purpose:
+    a pasted excerpt can stop early too."""
+
+    id = "nccl-stopped-during-init"
+
+    def findings(self, case, k, trace):
+        nccl = [e for e in case.events if e.kind.startswith("nccl.")]
+        if not nccl or any(e.kind == "nccl.init" and e.data.get("phase") == "COMPLETE" for e in nccl):
+            return []
+        noise = {(e.ref.path, e.ref.line) for e in case.events if e.kind == "msg.libibverbs_missing"}
+        if any(e.severity.value in ("error", "fatal") for e in case.events):
+            return []
+        if any(e.kind == "nccl.warn" and (e.ref.path, e.ref.line) not in noise for e in nccl):
+            return []
+        hosts = {e.host for e in nccl if e.host}
+        devices = {(e.pid, e.data.get("dev")) for e in nccl if e.pid is not None and e.data.get("dev") is not None}
+        if len(hosts) != 1 or len({d for _, d in devices}) < 2:
+            return []
+        trace.append(f"{self.id}: {len(devices)} GPU processes on {next(iter(hosts))} stopped logging before init completed")
+        return [finding(k, "nccl_p2p", 0.36, self.id,
+                        f"NCCL on {len({d for _, d in devices})} GPUs of one host started and stopped logging before any "
+                        "communicator completed init, with no error: a hang, and on one host P2P traffic (IOMMU/ACS) "
+                        "is the leading suspect — confirm with NCCL_P2P_DISABLE=1",
+                        nccl[:1] + nccl[-1:], "root", "hang")]
+
+
 class QuietPcieTopology(Rule):
     """No error anywhere, and the GPUs talk peer-to-peer over PCIe (`nvidia-smi topo -m`
     shows PIX/PXB/PHB/NODE/SYS between GPUs, no NVLink): the classic silent hang is P2P
