@@ -179,4 +179,10 @@ def counter_evidence(case: Case, trace: list[str]) -> dict[str, tuple[float, tup
         reason = f"/dev/shm is {v / GIB:.1f} GiB ({f.ref.describe()}), larger than container defaults"
         trace.append(f"counter: {reason}")
         out["shm_exhausted"] = (0.8, (reason,))
+    for f in _facts(case, "ulimit.memlock"):
+        if str(f.value).lower() == "unlimited":
+            reason = f"the locked-memory limit is unlimited ({f.ref.describe()}): not the memlock limit"
+            trace.append(f"counter: {reason}")
+            out["memlock_limit"] = (0.4, (reason,))
+            break
     return out
