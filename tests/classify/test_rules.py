@@ -265,3 +265,10 @@ def test_nccl_stopped_during_init_stays_silent_with_errors_or_several_hosts():
     for case in ("multi-roce-hca-enodev-08", "nccl-version-mismatch-01"):
         fs, _ = run(rules.NcclStoppedDuringInit(), CORPUS / case / "bundle")
         assert fs == [], case
+
+
+def test_progress_stalled_at_zero_after_nccl_init_is_a_p2p_suspect():
+    """fixtures/validation16: vLLM on two workstation GPUs, NCCL init completes, the prompt
+    progress bar never leaves 0% — fixed by disabling ACS and the IOMMU."""
+    fs, _ = run(rules.NcclStoppedDuringInit(), ROOT / "fixtures/validation16/iommu-acs-hang-a6000-tp2-vllm-01/bundle")
+    assert fs and fs[0].cause == "nccl_p2p" and "0%" in fs[0].summary

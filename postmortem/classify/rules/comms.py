@@ -60,16 +60,21 @@ class SilentCollectiveHang(Rule):
                         header + devices, "root", "hang")]
 
 class NcclStoppedDuringInit(Rule):
-    """NCCL on several GPUs of one host started (bootstrap, network selection) and then the
-    log stops before any communicator completed init, with no error at all: the job hung in
-    init.  On one host that is peer-to-peer traffic (IOMMU/ACS) first.  Weak on purpose:
-    a pasted excerpt can stop early too."""
+    """NCCL on several GPUs of one host started and then nothing happened, with no error at
+    all: the log stops before any communicator completed init, or the job's progress bar sat
+    at 0% after init.  On one host that hang is peer-to-peer traffic (IOMMU/ACS) first.
+    Weak on purpose: a pasted excerpt can stop early too."""
 
     id = "nccl-stopped-during-init"
 
     def findings(self, case, k, trace):
         nccl = [e for e in case.events if e.kind.startswith("nccl.")]
-        if not nccl or any(e.kind == "nccl.init" and e.data.get("phase") == "COMPLETE" for e in nccl):
+        if not nccl:
+            return []
+        completed = [e for e in nccl if e.kind == "nccl.init" and e.data.get("phase") == "COMPLETE"]
+        stalled = [e for e in case.events if e.kind == "msg.progress_bar" and str(e.data.get("pct")) == "0"
+                   and (not completed or e.seq > max(c.seq for c in completed))]
+        if completed and not stalled:
             return []
         noise = {(e.ref.path, e.ref.line) for e in case.events if e.kind == "msg.libibverbs_missing"}
         if any(e.severity.value in ("error", "fatal") for e in case.events):
@@ -81,11 +86,12 @@ class NcclStoppedDuringInit(Rule):
         if len(hosts) != 1 or len({d for _, d in devices}) < 2:
             return []
         trace.append(f"{self.id}: {len(devices)} GPU processes on {next(iter(hosts))} stopped logging before init completed")
+        what = ("the job's progress stayed at 0% after NCCL init" if completed else
+                "the log stops before any communicator completed init")
         return [finding(k, "nccl_p2p", 0.36, self.id,
-                        f"NCCL on {len({d for _, d in devices})} GPUs of one host started and stopped logging before any "
-                        "communicator completed init, with no error: a hang, and on one host P2P traffic (IOMMU/ACS) "
-                        "is the leading suspect — confirm with NCCL_P2P_DISABLE=1",
-                        nccl[:1] + nccl[-1:], "root", "hang")]
+                        f"NCCL on {len({d for _, d in devices})} GPUs of one host started, then {what}, with no error: "
+                        "a hang, and on one host P2P traffic (IOMMU/ACS) is the leading suspect — confirm with "
+                        "NCCL_P2P_DISABLE=1", nccl[:1] + nccl[-1:] + stalled[:1], "root", "hang")]
 
 
 class QuietPcieTopology(Rule):
