@@ -184,6 +184,11 @@ def _unknown(case: Case, k: Knowledge, findings: list[Finding], scores: dict[str
     # Files the launcher says hold the real error come first: they are the next thing to read.
     pointers = [f"the error file the job's launcher names: {e.data['path']} ({e.ref.describe()})"
                 for e in case.events if e.kind == "msg.error_file_pointer" and e.data.get("path")]
+    # A rank that exited with a plain error code raised an exception whose traceback is missing.
+    if not any(e.kind == "py.exception" for e in case.events):
+        pointers += [f"the stderr of the process that exited with code {e.data['exitcode']} ({e.ref.describe()}): "
+                     "its Python traceback is not in the bundle"
+                     for e in case.events if str(e.data.get("exitcode", "")).isdigit() and int(e.data["exitcode"]) > 0][:1]
     collect = list(dict.fromkeys(pointers))[:3] + list(u.collect)
     for c in best[:2]:
         collect.extend(x for x in k.causes[c].collect if x not in collect)

@@ -31,10 +31,11 @@ def test_validation_set_floor():
                          ROOT / "fixtures/validation11", ROOT / "fixtures/validation12",
                          ROOT / "fixtures/validation13", ROOT / "fixtures/validation14",
                          ROOT / "fixtures/validation15", ROOT / "fixtures/validation16",
-                         ROOT / "fixtures/validation17"])
-    assert result["total"] >= 78
+                         ROOT / "fixtures/validation17", ROOT / "fixtures/validation18", ROOT / "fixtures/validation19"])
+    assert result["total"] >= 83
     # known category misses, kept on purpose (each README says why): a truth with no cause id, a
     # Docker hang whose only sign is "P2P disabled", a lone "unhandled cuda error" line, a Ray
-    # failure table whose error sits in a file never quoted, two old-NCCL bugs known only by version
-    assert result["category_correct"] >= result["total"] - 6 and not result["confident_wrong"]
+    # failure table whose error sits in a file never quoted, two old-NCCL bugs known only by version, a
+    # DeepSpeed exit code 1 whose traceback was never posted
+    assert result["category_correct"] >= result["total"] - 7 and not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]

@@ -272,3 +272,9 @@ def test_progress_stalled_at_zero_after_nccl_init_is_a_p2p_suspect():
     progress bar never leaves 0% — fixed by disabling ACS and the IOMMU."""
     fs, _ = run(rules.NcclStoppedDuringInit(), ROOT / "fixtures/validation16/iommu-acs-hang-a6000-tp2-vllm-01/bundle")
     assert fs and fs[0].cause == "nccl_p2p" and "0%" in fs[0].summary
+
+
+def test_unknown_verdict_asks_for_the_traceback_of_a_rank_that_exited_with_an_error_code():
+    """fixtures/validation18: DeepSpeed says a rank exited with code 1, and no traceback is in the bundle."""
+    v = analyze(ROOT / "fixtures/validation18/deepspeed-rc1-oom-dschat-step2-02/bundle").verdict
+    assert v.cause == "unknown" and any("exited with code 1" in c for c in v.collect[:2])
