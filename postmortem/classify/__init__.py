@@ -177,19 +177,24 @@ def _confidence(root: str, scores: dict[str, float], k: Knowledge) -> float:
     return round(min(0.97, scores[root] * (1 - 0.4 * rival)), 3)
 
 
-def _unknown(case: Case, k: Knowledge, findings: list[Finding], scores: dict[str, float],
-             trace: list[str]) -> Verdict:
-    u = k.causes["unknown"]
-    best = sorted(scores, key=lambda c: -scores[c])
-    # Files the launcher says hold the real error come first: they are the next thing to read.
+def _pointers_in_bundle(case: Case) -> list[str]:
+    """What the bundle itself says to read next, ahead of the generic list: files the
+    launcher names as holding the real error, and the stderr of a process that exited with
+    a plain error code when no traceback made it into the bundle."""
     pointers = [f"the error file the job's launcher names: {e.data['path']} ({e.ref.describe()})"
                 for e in case.events if e.kind == "msg.error_file_pointer" and e.data.get("path")]
-    # A rank that exited with a plain error code raised an exception whose traceback is missing.
     if not any(e.kind == "py.exception" for e in case.events):
         pointers += [f"the stderr of the process that exited with code {e.data['exitcode']} ({e.ref.describe()}): "
                      "its Python traceback is not in the bundle"
                      for e in case.events if str(e.data.get("exitcode", "")).isdigit() and int(e.data["exitcode"]) > 0][:1]
-    collect = list(dict.fromkeys(pointers))[:3] + list(u.collect)
+    return list(dict.fromkeys(pointers))[:3]
+
+
+def _unknown(case: Case, k: Knowledge, findings: list[Finding], scores: dict[str, float],
+             trace: list[str]) -> Verdict:
+    u = k.causes["unknown"]
+    best = sorted(scores, key=lambda c: -scores[c])
+    collect = _pointers_in_bundle(case) + list(u.collect)
     for c in best[:2]:
         collect.extend(x for x in k.causes[c].collect if x not in collect)
     kinds = {a.kind for a in case.artifacts}
