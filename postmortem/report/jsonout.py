@@ -11,6 +11,7 @@ from typing import Any
 from postmortem import __version__
 from postmortem.model import Analysis, Artifact, Event, Fact, Finding, Ref, Stack
 from postmortem.report.rows import shown_events, timeline_rows
+from postmortem.timeline import sort_key
 
 SCHEMA = "postmortem.verdict/1"
 
@@ -66,7 +67,7 @@ def artifact_json(a: Artifact) -> dict[str, Any]:
 
 def to_dict(a: Analysis) -> dict[str, Any]:
     v = a.verdict
-    events = sorted(shown_events(a.case.events), key=_order)
+    events = sorted(shown_events(a.case.events), key=sort_key)
     return {
         "schema": SCHEMA,
         "tool": {"name": "postmortem", "version": __version__},
@@ -92,11 +93,6 @@ def to_dict(a: Analysis) -> dict[str, Any]:
         "artifacts": [artifact_json(x) for x in a.case.artifacts],
         "trace": list(v.trace),
     }
-
-
-def _order(e: Event):
-    from postmortem.timeline import sort_key
-    return sort_key(e)
 
 
 def render(a: Analysis) -> str:
