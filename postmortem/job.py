@@ -120,7 +120,7 @@ def merge_copies(events: list[Event]) -> tuple[list[Event], list[str]]:
         if i in drop:
             continue
         if i in copies:
-            e = dataclasses.replace(e, data={**e.data, "copies": tuple(copies[i])})
+            e = dataclasses.replace(e, data={**e.data, "copies": list(copies[i])})
         out.append(e)
     return out, [f"{pairs} kernel line(s) read from more than one copy of the kernel log "
                  f"({', '.join(sorted(files))}) are counted once"]
