@@ -107,7 +107,10 @@ def _verdict(case: Case, k: Knowledge, root_cause: str, root_findings: list[Find
     evidence = tuple(dict.fromkeys(r for f in root_findings for r in f.evidence))
     root = dataclasses.replace(root_findings[0], evidence=evidence[:12], confidence=round(scores[root_cause], 3))
     others = [f for f in findings if f.cause != root_cause]
-    symptoms = tuple(f for f in others if _after(f, root) or f.role == "symptom")
+    # A symptom: later than the root, a consequence by nature, or a cause the root explains
+    # (fallout may be printed first: by another rank, or by a faster logger).
+    fallout = set(k.causes[root_cause].explains)
+    symptoms = tuple(f for f in others if _after(f, root) or f.role == "symptom" or f.cause in fallout)
     alternatives = tuple(sorted((f for f in others if f not in symptoms and f.cause in scores),
                                 key=lambda f: -scores.get(f.cause, 0)))
     cause = k.causes[root_cause]

@@ -35,9 +35,11 @@ def _num(f: Fact) -> float | None:
 
 
 def job_start(case: Case) -> Event | None:
-    """The earliest timed line of the job's own logs (anything but the kernel's)."""
+    """The earliest timed line of the job's own logs (anything but the kernel's: not its
+    kinds, nor a message matched in a file that is a kernel log)."""
+    kernel_files = _kernel_artifacts(case)
     timed = [e for e in case.events if e.when and e.when.at and e.kind not in _KERNEL_KINDS and e.kind not in _CORE_KINDS
-             and e.ref.path and not _is_kernel_log(e, case)]
+             and e.ref.path and e.ref.path not in kernel_files and not _is_kernel_log(e, case)]
     return min(timed, key=lambda e: e.when.at) if timed else None  # type: ignore[union-attr]
 
 
