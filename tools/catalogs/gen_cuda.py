@@ -62,6 +62,13 @@ READINGS: dict[int, tuple[str, str, str]] = {
     909: ("context", "subsystem", "a CUDA wait timed out"),
     911: ("context", "subsystem", "an external device reported an error"),
 }
+# Texts older runtimes printed for a number whose 13.0 text differs (cudaGetErrorString of
+# CUDA <= 10.x), each from a real public log: (number, text, where it was seen).
+OLDER_TEXTS: tuple[tuple[int, str, str], ...] = (
+    (46, "all CUDA-capable devices are busy or unavailable",
+     "pytorch/pytorch issue logs; fixtures/validation5/exclusive-mode-busy-machin-07"),
+)
+
 APP_MISUSE = re.compile(r"Invalid|Missing|Mixed|NotYetImplemented|AlreadyMapped|NotMapped|AlreadyAcquired|Duplicate|"
                         r"AddressOfConstant|TextureNotBound|StreamCapture|CapturedEvent|Graph|Peer|HostMemory|"
                         r"TooMany|Unsupported|NotReady|SetOnActiveProcess|PrimaryContext|ContextAlreadyCurrent|"
@@ -120,8 +127,10 @@ def main(argv: list[str]) -> int:
         assert cudart.cudaGetErrorName(number).decode() == name, name
         text = cudart.cudaGetErrorString(number).decode()
         runtime_text[number] = text
+        older = [t for n, t, _ in OLDER_TEXTS if n == number]
         entries.append({"id": f"cuda.{name}", "api": "runtime", "name": name, "number": number, "message": text,
-                        "message_from": f"cudaGetErrorString({number})", "doc": doc, **reading(number, name)})
+                        "message_from": f"cudaGetErrorString({number})", "older_messages": older, "doc": doc,
+                        **reading(number, name)})
     for name, number, doc in enum_members((root / "include/cuda.h").read_text(), r"typedef\s+enum\s+cudaError_enum"):
         text = runtime_text.get(number, "")
         entries.append({"id": f"cu.{name}", "api": "driver", "name": name, "number": number, "message": text,

@@ -55,6 +55,7 @@ FILE_RULES: tuple[tuple[str, str, str], ...] = (
 # are the messages with one clear reading.  'cuda' delegates to the CUDA catalog (the %s is
 # cudaGetErrorString / cuGetErrorString text); 'errno' refines by the strerror text.
 TEXT_RULES: tuple[tuple[str, str, str, str], ...] = (
+    (r"^Failed to open lib|^Failed to load|dlopen|dlsym", "", "context", "an optional library is missing: NCCL falls back (a hint, not a failure)"),
     (r"^Cuda failure|^CUDA failure|^Cuda driver error|^CUDA driver error|cuGetErrorString|Cuda error|CUDA error", "cuda", "cuda", "a CUDA call failed: read its error text"),
     (r"shared memory segment|/dev/shm|shm_open|shmOpen|posix_fallocate|Call to .*fallocate", "shm", "errno", "shared-memory segment: read the errno text"),
     (r"Got async event", "ib", "nccl_network", "the HCA reported an async event (port or device error)"),
@@ -76,7 +77,7 @@ ERRNO_READINGS = {  # strerror text -> cause, for entries marked 'errno'
     "shm": {"No space left on device": "shm_exhausted", "Bus error": "shm_exhausted",
             "Cannot allocate memory": "shm_exhausted", "Permission denied": "shm_permissions",
             "Read-only file system": "shm_permissions", "Operation not permitted": "shm_permissions",
-            "Too many open files": "fd_limit"},
+            "Too many open files": "fd_limit", "No such file or directory": "context"},
     "ib": {"Cannot allocate memory": "memlock_limit", "Operation not permitted": "memlock_limit",
            "Bad address": "nccl_network", "No such device": "nccl_network", "Connection timed out": "nccl_network"},
 }
