@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 
 from postmortem import collectives, stacks as stacklib
-from postmortem.classify.rules.base import Rule, died_of, finding
+from postmortem.classify.rules.base import Rule, died_of, sign_finding
+from postmortem.knowledge.registry import KIND, SIGN, deaths
 from postmortem.model import Case, Event, Ref, Severity
 
 # What a rank's innermost frames say it was doing: (activity, pattern on normalized frames).
@@ -30,9 +31,9 @@ ACTIVITIES = (
 )
 
 # A rank's death, as the launcher or the program reported it.
-DEATH_KINDS = ("launcher.child_failed", "launcher.exit", "py.fatal_signal", "kernel.segfault")
+DEATH_KINDS = deaths("fatal_signal", "exit")
 DEATH_SIGNALS = ("SIGKILL", "SIGSEGV", "SIGBUS", "SIGABRT", "SIGILL", "SIGFPE")
-NETWORK_KINDS = ("nccl.warn",)
+NETWORK_KINDS = (KIND.nccl_warn,)
 
 
 def activity(frames: tuple[str, ...]) -> str:
@@ -54,7 +55,7 @@ class FlightRecorderHang(Rule):
         m = collectives.match(traces)
         for note in m.notes:
             trace.append(f"{self.id}: {note}")
-        by_ref = {(e.ref.path, e.ref.record): e for e in case.events if e.kind == "fr.created"}
+        by_ref = {(e.ref.path, e.ref.record): e for e in case.events if e.kind == KIND.fr_created}
         groups = stacklib.group_by_stack(case.stacks)
         out = []
         for g in m.groups:
@@ -78,8 +79,8 @@ class FlightRecorderHang(Rule):
                    f"rank(s) {_ranks([c for c in g.dumped if c != d.rank])} called {d.expected} "
                    f"({d.ref.describe()}){_frames_of(d.ref, g)}")
         events = self._events(refs, by_ref)
-        return finding(k, "collective_desync", 0.85, self.id, summary, events, "root", "desync",
-                       extra_refs=tuple(r for r in refs if (r.path, r.record) not in by_ref))
+        return sign_finding(k, SIGN.hang_collective_desync, self.id, summary, events, "desync",
+                            extra_refs=tuple(r for r in refs if (r.path, r.record) not in by_ref))
 
     def _behind(self, g, case: Case, k, by_ref, groups, trace):
         behind = [b.rank for b in g.behind] + list(g.missing_dumps)
@@ -97,17 +98,19 @@ class FlightRecorderHang(Rule):
         if deaths:
             d = deaths[0]
             trace.append(f"{self.id}: rank {d.rank} behind and dead ({d.ref.describe()})")
-            return finding(k, "app_error", 0.75, self.id,
-                           f"rank {d.rank} died ({_death(d)}, {d.ref.describe()}) after its last collective: "
-                           f"{waiting} and it never arrived; {lasts}", [d] + events, "root", "rank-died",
-                           extra_refs=extra)
+            return sign_finding(k, SIGN.hang_rank_behind_dead, self.id,
+                                f"rank {d.rank} died ({_death(d)}, {d.ref.describe()}) after its last collective: "
+                                f"{waiting} and it never arrived; {lasts}", [d] + events, "rank-died",
+                                extra_refs=extra)
         doing, stack_refs = self._doing(behind, groups)
-        w = 0.6 + (0.15 if doing else 0) + (0.05 if len(g.waiting) >= 2 else 0)
+        seen = ((SIGN.hang_rank_behind_doing, bool(doing)), (SIGN.hang_several_waiting, len(g.waiting) >= 2))
+        w = SIGN.hang_rank_behind_alive.weight + sum(s.weight for s, present in seen if present)
         trace.append(f"{self.id}: rank(s) {behind} behind, alive{'; ' + doing if doing else ''}")
         summary = (f"rank(s) {_ranks(behind)} never entered collective #{g.frontier} while {waiting}; {lasts}"
                    + (f"; {doing}" if doing else ""))
-        return finding(k, "straggler_timeout", w, self.id, summary, events, "root", "behind",
-                       extra_refs=extra + stack_refs)
+        return sign_finding(k, SIGN.hang_rank_behind_alive, self.id, summary, events, "behind",
+                            extra_refs=extra + stack_refs, weight=w,
+                            combined=tuple(s for s, present in seen if present))
 
     @staticmethod
     def _doing(behind: list[int], groups) -> tuple[str, tuple[Ref, ...]]:
@@ -131,16 +134,15 @@ class FlightRecorderHang(Rule):
         summary = (f"every rank of process group {g.pg} ({_ranks(g.dumped)}) entered collective #{g.frontier} "
                    f"{frontier_op} and none completed it: no rank was behind, the collective did not progress")
         if network:
-            return finding(k, "nccl_network", 0.6, self.id, summary + f"; network errors: {network[0].ref.describe()}",
-                           events + network[:2], "root", "stuck")
-        return finding(k, "nccl_timeout", 0.45, self.id, summary, events, "root", "stuck")
+            return sign_finding(k, SIGN.hang_stuck_with_network_errors, self.id,
+                                summary + f"; network errors: {network[0].ref.describe()}", events + network[:2], "stuck")
+        return sign_finding(k, SIGN.hang_stuck, self.id, summary, events, "stuck")
 
 
 def _is_death(e: Event) -> bool:
-    if e.kind not in DEATH_KINDS and e.kind != "py.exception":
+    # (a rank's exception after the hang is usually its own timeout: not a cause by itself)
+    if e.kind not in DEATH_KINDS:
         return False
-    if e.kind == "py.exception":
-        return False   # a rank's exception after the hang is usually its own timeout: not a cause by itself
     return any(died_of(e, s) for s in DEATH_SIGNALS)
 
 
