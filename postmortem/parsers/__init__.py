@@ -13,6 +13,7 @@ from typing import Iterable, Iterator
 
 from postmortem import knowledge
 from postmortem.parsers import (
+    clocks,
     faulthandler,
     gdb,
     kernel,
@@ -35,6 +36,7 @@ PARSERS: tuple[type[LineParser], ...] = (
     native.NativeStackParser,
     launcher.LauncherParser,
     pytrace.TracebackParser,
+    clocks.ClockParser,
     system.SystemParser,
 )
 
