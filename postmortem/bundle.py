@@ -169,30 +169,48 @@ def _single_file(path: Path, allow_hardlinks: bool) -> tuple[list[Entry], list[A
 
 class _Root:
     """An open descriptor on the bundle's top folder; every file is reached from it one
-    component at a time, each opened with O_NOFOLLOW."""
+    component at a time, each opened with O_NOFOLLOW.  A few recently used folder
+    descriptors are kept, so a deep walk opens each level once, not once per level."""
+
+    KEEP = 32
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.fd = os.open(path, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        self._kept: dict[tuple[str, ...], int] = {}
 
     def __del__(self) -> None:
-        try:
-            os.close(self.fd)
-        except (OSError, AttributeError):
-            pass
+        for fd in [getattr(self, "fd", -1), *getattr(self, "_kept", {}).values()]:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     def open_dir(self, parts: tuple[str, ...]) -> int:
         """A new descriptor on the folder at `parts` below the root; the caller closes it."""
-        fd = os.dup(self.fd)
+        start = len(parts)
+        while start and parts[:start] not in self._kept:
+            start -= 1
+        fd = os.dup(self._kept[parts[:start]] if start else self.fd)
         try:
-            for part in parts:
-                nxt = os.open(part, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
+            for i in range(start, len(parts)):
+                nxt = os.open(parts[i], os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
                 os.close(fd)
                 fd = nxt
         except OSError:
             os.close(fd)
             raise
+        if parts and parts not in self._kept:
+            if len(self._kept) >= self.KEEP:
+                os.close(self._kept.pop(next(iter(self._kept))))
+            self._kept[parts] = os.dup(fd)
         return fd
+
+    def forget(self) -> None:
+        """Drop the kept folder descriptors: later opens walk again from the root."""
+        for fd in self._kept.values():
+            os.close(fd)
+        self._kept.clear()
 
     def opener(self, parts: tuple[str, ...], allow_hardlinks: bool) -> Callable[[], BinaryIO]:
         def open_file() -> BinaryIO:
@@ -275,6 +293,7 @@ def _scan_directory(top: Path, meter: Meter, allow_hardlinks: bool) -> tuple[lis
             todo.extend(reversed(subdirs))
         finally:
             os.close(dfd)
+    root.forget()
     return _assign_hosts(entries), skipped
 
 
@@ -459,10 +478,10 @@ def _pax_records(buf: bytes) -> list[tuple[bytes, bytes]]:
             break
         length = int(buf[pos:sp])
         if length < 5 or pos + length > end or buf[pos + length - 1] != 0x0A:
-            raise tarfile.InvalidHeaderError("invalid pax record")
+            raise tarfile.ReadError("invalid pax extended header record")
         eq = buf.find(b"=", sp + 1, pos + length)
         if eq <= sp + 1:
-            raise tarfile.InvalidHeaderError("invalid pax record")
+            raise tarfile.ReadError("invalid pax extended header record")
         out.append((buf[sp + 1:eq], buf[eq + 1:pos + length - 1]))
         pos += length
     return out
@@ -815,13 +834,19 @@ class Lines:
             n = no
             yield line
 
+    def _read(self, n: int) -> bytes:
+        read1 = getattr(self.stream, "read1", None)
+        return read1(n) if read1 is not None else self.stream.read(n)
+
     def _chunks(self) -> Iterator[bytes]:
         while True:
             if self.meter is not None and self.meter.out_of_time():
                 self.ended = self.meter.stopped or "stopped"
                 return
             try:
-                chunk = self.stream.read(READ_CHUNK)
+                # read1: one decompressor step at a time, so a stream cut short still
+                # yields everything before the cut.
+                chunk = self._read(READ_CHUNK)
             except BudgetExhausted as exc:
                 self.ended = str(exc)
                 return
@@ -847,7 +872,9 @@ class Lines:
         for chunk in self._chunks():
             if utf8 and not pending and not skipping and not cr and not chunk.translate(None, _BLANK):
                 # Only blank lines: one is enough for the parsers (it ends blocks).
-                count = chunk.count(b"\n") + chunk.count(b"\r") - chunk.count(b"\r\n")
+                count = chunk.count(b"\n")
+                if b"\r" in chunk:
+                    count += chunk.count(b"\r") - chunk.count(b"\r\n")
                 if count:
                     if not last_blank:
                         no += 1
@@ -896,16 +923,6 @@ class Lines:
                 if part:
                     no += 1
                     yield no, part[:cap]
-
-    def summary(self) -> str:
-        said = []
-        if self.cut_lines:
-            said.append(f"{self.cut_lines} line(s) longer than {self.cap} characters cut")
-        if self.blank_skipped > 1000:
-            said.append(f"{self.blank_skipped} blank lines counted, not read one by one")
-        if self.ended:
-            said.append(f"read stopped early: {self.ended}")
-        return "; ".join(said)
 
 
 def iter_lines(stream: BinaryIO, meter: Meter | None = None, encoding: str | None = None) -> Lines:

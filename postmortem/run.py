@@ -137,6 +137,8 @@ def _read_content(entry, stream, kind: str, got: _Collected, options: Options, b
             said.append(result.stopped)
         if lines.cut_lines:
             said.append(f"{lines.cut_lines} line(s) longer than {lines.cap} characters cut")
+        if lines.blank_skipped > 1000:
+            said.append(f"{lines.blank_skipped} blank lines counted, not read one by one")
         if result.repeated:
             said.append(f"{result.repeated} repeats of identical lines counted, not parsed again")
         said.extend(result.sink.problems[:3])
