@@ -43,8 +43,20 @@ def _support(findings: list[Finding]) -> float:
     return 1 - miss
 
 
+def job_only(case: Case, trace: list[str]) -> Case:
+    """The case without its context: kernel-log lines the timeline marked as outside the
+    job's window or about another process (job.py) never become a root or a symptom."""
+    kept = tuple(e for e in case.events if not e.data.get("context"))
+    if len(kept) == len(case.events):
+        return case
+    trace.append(f"context: {len(case.events) - len(kept)} kernel-log event(s) outside the job "
+                 "(before or after its window, or other processes) are not evidence")
+    return dataclasses.replace(case, events=kept)
+
+
 def classify(case: Case, k: Knowledge) -> Verdict:
     trace: list[str] = []
+    case = job_only(case, trace)
     findings = run_rules(case, k, trace)
     by_cause: dict[str, list[Finding]] = defaultdict(list)
     for f in findings:
@@ -103,7 +115,7 @@ def _verdict(case: Case, k: Knowledge, root_cause: str, root_findings: list[Find
         category=Category(cause.category), cause=root_cause, confidence=_confidence(root_cause, contenders, k),
         summary=f"{cause.title}: {root.summary}", explanation=cause.explanation, root=root, symptoms=symptoms,
         alternatives=alternatives, remediation=advice + tuple(r for r in cause.remediation if r not in advice),
-        next_steps=cause.next_steps, counter=counter,
+        next_steps=cause.next_steps, commands=cause.commands, steps=cause.steps, counter=counter,
         signature=signature_of(root_cause, cause.category, root, case), trace=tuple(trace))
 
 
@@ -210,4 +222,4 @@ def _unknown(case: Case, k: Knowledge, findings: list[Finding], scores: dict[str
         category=Category.UNKNOWN, cause="unknown", confidence=0.0, summary=summary, explanation=u.explanation,
         root=None, symptoms=symptoms, alternatives=alternatives, remediation=u.remediation,
         next_steps=u.next_steps, counter=(), signature=signature_of("unknown", "unknown", None, case),
-        trace=tuple(trace), collect=tuple(collect))
+        trace=tuple(trace), collect=tuple(collect), commands=u.commands, steps=u.steps)
