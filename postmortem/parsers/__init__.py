@@ -21,6 +21,7 @@ from postmortem.parsers import (
     messages,
     native,
     nccl,
+    pyspy,
     pytrace,
     system,
 )
@@ -34,6 +35,7 @@ PARSERS: tuple[type[LineParser], ...] = (
     faulthandler.FaulthandlerParser,
     gdb.GdbParser,
     native.NativeStackParser,
+    pyspy.PySpyParser,
     launcher.LauncherParser,
     pytrace.TracebackParser,
     system.SystemParser,
