@@ -60,6 +60,8 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("rules", help="list the built-in knowledge, or validate rule files")
     r.add_argument("files", nargs="*", type=Path, metavar="FILE")
+    r.add_argument("--coverage", action="store_true", help="per upstream catalog and version: entries mapped to a cause, "
+                   "marked context, or not yet mapped")
     r.add_argument("--debug", action="store_true")
 
     for name, module, text in (("collect", "postmortem.collect", "gather evidence on a failing node"),
@@ -218,6 +220,10 @@ def cmd_explain(args) -> int:
 def cmd_rules(args) -> int:
     from postmortem import knowledge
 
+    if getattr(args, "coverage", False):
+        from postmortem.knowledge import catalog
+        print(catalog.coverage_table())
+        return EXIT_OK
     if args.files:
         bad = 0
         for f in args.files:
