@@ -90,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     debug = getattr(args, "debug", False)
     try:
+        _check_tz(getattr(args, "tz", None))
         if hasattr(args, "_module"):
             return int(args._module.main(args))
         return {"analyze": cmd_analyze, "eval": cmd_eval, "explain": cmd_explain, "rules": cmd_rules}[args.command](args)
@@ -105,6 +106,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"postmortem: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)",
               file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _check_tz(tz: str | None) -> None:
+    """--tz takes an IANA zone name or a UTC offset; a name is never opened as a path."""
+    from postmortem.parsers.clocks import zone
+
+    if tz is not None and zone(tz) is None:
+        raise UsageError(f"--tz {tz!r} is not an IANA time zone name (e.g. Europe/Berlin) or a UTC offset (+02:00)")
 
 
 def _write(target: str, text: str) -> None:

@@ -14,6 +14,7 @@ from typing import Iterable, Iterator
 from postmortem import knowledge
 from postmortem.budget import Meter
 from postmortem.parsers import (
+    clocks,
     faulthandler,
     gdb,
     kernel,
@@ -38,6 +39,7 @@ PARSERS: tuple[type[LineParser], ...] = (
     pyspy.PySpyParser,
     launcher.LauncherParser,
     pytrace.TracebackParser,
+    clocks.ClockParser,
     system.SystemParser,
 )
 
