@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 from postmortem.report import terminal
 from postmortem.report.text import strip_escapes
@@ -44,7 +45,8 @@ def test_timeline_head_marks_inferred_times_and_the_root():
     out = io.StringIO()
     terminal.render(analysis("cores"), out=out)
     text = out.getvalue()
-    assert "≈2026-11-29" in text and "ROOT" in text and "file-mtime" in text
+    # The cores carry no time of their own: placed by file mtime, which depends on the checkout.
+    assert re.search(r"≈\d{4}-\d\d-\d\d ", text) and "ROOT" in text and "file-mtime" in text
 
 
 def test_quiet_leaves_out_the_timeline():
