@@ -195,7 +195,7 @@ def cmd_explain(args) -> int:
     print(f"{c.id} ({c.category}): {c.title}\n\n{c.explanation}\n\nFix:")
     print("\n".join(f"  - {x}" for x in c.remediation))
     print("Confirm with:")
-    print("\n".join(f"  $ {x}" for x in c.next_steps))
+    print("\n".join([f"  $ {x}" for x in c.commands] + [f"  - {x}" for x in c.steps]))
     pats = [m for m in k.messages if m.cause == c.id]
     if pats:
         print("Recognised by:")

@@ -210,6 +210,8 @@ class Verdict:
     signature: str
     trace: tuple[str, ...]
     collect: tuple[str, ...] = ()   # what to gather when the verdict is unknown
+    commands: tuple[str, ...] = ()  # next_steps that are shell commands (pasteable)
+    steps: tuple[str, ...] = ()     # next_steps in prose
 
 
 @dataclass(frozen=True, slots=True)

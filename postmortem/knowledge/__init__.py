@@ -29,10 +29,16 @@ class Cause:
     title: str
     explanation: str
     remediation: tuple[str, ...]
-    next_steps: tuple[str, ...]
+    commands: tuple[str, ...]        # shell commands that confirm it, each pasteable as it stands
+    steps: tuple[str, ...]           # the same in prose, for what is not a command
     collect: tuple[str, ...]
     source: str
     explains: tuple[str, ...] = ()   # causes whose signs this one produces as fallout
+
+    @property
+    def next_steps(self) -> tuple[str, ...]:
+        """Commands, then prose steps: the one list of older versions (JSON `next_steps`)."""
+        return self.commands + self.steps
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +93,13 @@ def _need(entry: dict, key: str, where: str, kind=str):
     return value
 
 
+def _str_list(entry: dict, key: str, where: str) -> list[str]:
+    value = entry.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise KnowledgeError(f"{where}: field '{key}' must be a list of strings")
+    return value
+
+
 def parse_causes(data: dict, origin: str) -> dict[str, Cause]:
     causes = {}
     for cid, e in data.items():
@@ -96,11 +109,15 @@ def parse_causes(data: dict, origin: str) -> dict[str, Cause]:
         category = _need(e, "category", where)
         if category not in CATEGORIES:
             raise KnowledgeError(f"{where}: category must be one of {CATEGORIES}")
+        if not any(k in e for k in ("commands", "steps", "next_steps")):
+            raise KnowledgeError(f"{where}: missing field 'commands' (or 'steps')")
         causes[cid] = Cause(
             id=cid, category=category, title=_need(e, "title", where),
             explanation=_need(e, "explanation", where),
             remediation=tuple(_need(e, "remediation", where, list)),
-            next_steps=tuple(_need(e, "next_steps", where, list)),
+            commands=tuple(_str_list(e, "commands", where)),
+            # `next_steps` (older rule files) held commands and prose alike: shown as prose.
+            steps=tuple(_str_list(e, "steps", where)) + tuple(_str_list(e, "next_steps", where)),
             collect=tuple(e.get("collect", [])), source=_need(e, "source", where),
             explains=tuple(e.get("explains", [])))
     return causes

@@ -81,6 +81,7 @@ def to_dict(a: Analysis) -> dict[str, Any]:
             "alternatives": [finding_json(f) for f in v.alternatives],
             "counter_evidence": list(v.counter),
             "remediation": list(v.remediation), "next_steps": list(v.next_steps),
+            "commands": list(v.commands), "steps": list(v.steps),
             "collect": list(v.collect),
         },
         "signature": v.signature,

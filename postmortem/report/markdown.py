@@ -25,7 +25,7 @@ def render(a: Analysis) -> str:
                               for r in (v.root.evidence[:6] if v.root else ())]),
         _section("Counter-evidence", [markdown_text(c, 200) for c in v.counter] or ["none found"]),
         _section("Fix", list(v.remediation)),
-        _section("Confirm with", [f"`{s}`" for s in v.next_steps]),
+        _section("Confirm with", [f"`{s}`" for s in v.commands] + list(v.steps)),
         _section("Collect", list(v.collect)),
         _symptoms(a),
     ]

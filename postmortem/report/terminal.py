@@ -67,11 +67,12 @@ def _verdict_panel(console, a: Analysis, quiet: bool) -> None:
             _safe(v.summary)]
     if not quiet and v.explanation:
         body += ["", escape(v.explanation)]
-    sections = (("Fix", "•", v.remediation[:4]), ("Confirm with", "$", v.next_steps[:4]),
+    sections = (("Fix", "•", v.remediation[:4]), ("Confirm with", "$", v.commands[:4]), ("", "•", v.steps[:3]),
                 ("Collect", "•", v.collect[:8]))
     for title, bullet, lines in sections:
         if lines:
-            body.append(f"[bold]{title}[/]")
+            if title:
+                body.append(f"[bold]{title}[/]")
             body.extend(f"  {bullet} {escape(line)}" for line in lines)
     body.append("[bold]Counter-evidence[/]")
     if v.counter:
