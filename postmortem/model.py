@@ -192,6 +192,8 @@ class Finding:
     last_at: datetime | None = None
     discriminator: str = ""         # for signatures: Xid code, signal, NCCL error ...
     role: str = "root"              # root (can be the first failure) | symptom (a consequence)
+    strength: str = ""              # strong (one is enough to claim) | weak (needs a second sign), from the registry
+    signal: str = ""                # the registered signal id behind it (knowledge/signals.toml, msg.<id>)
 
 
 @dataclass(frozen=True, slots=True)

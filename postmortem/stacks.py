@@ -22,13 +22,14 @@ from importlib import resources
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Iterable
 
+from postmortem.knowledge.registry import deaths, produced_by
 from postmortem.model import Event, Frame, Stack
 
 FRAME_LISTS = ("irrelevant", "prefix", "sentinel", "idle")
 MAX_FRAMES = 5          # prefix frames kept before the walk gives up
 NATIVE_ORIGINS = ("core", "gdb", "ucx", "c10", "backtrace_symbols", "eu-stack", "lldb")
-SIGNAL_KINDS = ("core.signal", "gdb.signal", "native.signal", "py.fatal_signal", "kernel.segfault",
-                "launcher.child_failed", "launcher.exit")
+# Events that say a process died of a signal or exit code (signals.toml `death`), however read.
+SIGNAL_KINDS = deaths("fatal_signal") | (deaths("exit") & produced_by("parser:launcher"))
 
 # Run-specific text that must not reach a signature: (pattern, replacement), applied in order.
 SCRUB = (

@@ -13,6 +13,7 @@ from typing import Iterable
 
 from postmortem import signals
 from postmortem.knowledge import Knowledge
+from postmortem.knowledge.registry import LIMIT, Signal
 from postmortem.model import Case, Category, Event, Finding, Ref, Stack
 
 MAX_EVIDENCE = 8
@@ -33,15 +34,23 @@ def _refs(events: Iterable[Event]) -> tuple[Ref, ...]:
 
 def _repeat(weight: float, n: int) -> float:
     """Support from n lines saying the same thing: more lines add a little, not a lot."""
-    return 1 - (1 - weight) * (0.85 ** max(0, min(n, 6) - 1))
+    return 1 - (1 - weight) * (LIMIT.repeat_factor ** max(0, min(n, LIMIT.repeat_max) - 1))
 
 def finding(k: Knowledge, cause: str, weight: float, rule: str, summary: str, events: list[Event],
-            role: str = "root", discriminator: str = "", extra_refs: tuple[Ref, ...] = ()) -> Finding:
+            role: str = "root", discriminator: str = "", extra_refs: tuple[Ref, ...] = (),
+            strength: str = "", signal: str = "") -> Finding:
     seq, at, last = _span(events)
     category = Category(k.causes[cause].category) if cause in k.causes else Category.UNKNOWN
-    return Finding(cause=cause, category=category, confidence=round(min(weight, 0.97), 3), rule=rule,
+    return Finding(cause=cause, category=category, confidence=round(min(weight, LIMIT.max_confidence), 3), rule=rule,
                    summary=summary, evidence=_refs(events) + extra_refs, first_seq=seq, first_at=at, last_at=last,
-                   discriminator=discriminator, role=role)
+                   discriminator=discriminator, role=role, strength=strength, signal=signal)
+
+def sign_finding(k: Knowledge, sign: Signal, rule: str, summary: str, events: list[Event], discriminator: str = "",
+                 extra_refs: tuple[Ref, ...] = (), weight: float | None = None) -> Finding:
+    """A finding for a registered sign: cause, role, strength and weight come from signals.toml
+    (`weight` only when several signs of one rule combine into one support)."""
+    return finding(k, sign.cause, sign.weight if weight is None else weight, rule, summary, events, sign.role,
+                   discriminator, extra_refs, sign.strength, sign.id)
 
 class Rule:
     id = "rule"
