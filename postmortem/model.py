@@ -21,8 +21,11 @@ class Ref:
     line: int | None = None
     offset: int | None = None
     text: str = ""  # the cited line as read (launcher wrapper included), for the report
+    record: str = ""  # a record inside a structured file (a Flight Recorder dump's `entries[12]`)
 
     def describe(self) -> str:
+        if self.record:
+            return f"{self.path}#{self.record}"
         if self.line is not None:
             return f"{self.path}:{self.line}"
         if self.offset is not None:

@@ -49,6 +49,7 @@ def render(a: Analysis, out: TextIO | None = None, quiet: bool = False, timeline
     cited = a.verdict.root.evidence[:8] if a.verdict.root else ()
     view = timeline_view.build(a, cited)
     _evidence(console, cited, view)
+    _hang(console, a)
     if not quiet:
         _symptoms(console, a)
     _artifact_problems(console, a)
@@ -91,6 +92,16 @@ def _evidence(console, cited, view: timeline_view.TimelineView) -> None:
         row = view.row_of_ref.get(timeline_view.ref_key(r))
         text = r.text or (row.first.text if row else "")
         console.print(f"  [dim]{_safe(r.describe(), 120)}[/]  {_safe(text, 200)}")
+
+
+def _hang(console, a: Analysis) -> None:
+    """Flight Recorder and all-rank stacks in one paragraph (report/collectives_view.py)."""
+    from postmortem.report import collectives_view
+
+    text = collectives_view.summary(a)
+    if text:
+        console.print("[bold]Collectives[/]")
+        console.print(f"  {_safe(text, 1200)}")
 
 
 def _symptoms(console, a: Analysis) -> None:

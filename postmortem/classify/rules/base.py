@@ -27,7 +27,7 @@ def _span(events: list[Event]) -> tuple[int | None, datetime | None, datetime | 
 def _refs(events: Iterable[Event]) -> tuple[Ref, ...]:
     seen: dict[tuple, Ref] = {}
     for e in events:
-        seen.setdefault((e.ref.path, e.ref.line, e.ref.offset), e.ref)
+        seen.setdefault((e.ref.path, e.ref.line, e.ref.offset, e.ref.record), e.ref)
         if len(seen) >= MAX_EVIDENCE:
             break
     return tuple(seen.values())
