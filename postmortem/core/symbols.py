@@ -5,13 +5,16 @@ from object files that the analysing side holds (best effort, bounded).
 from __future__ import annotations
 
 import bisect
+import os
+import re
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterator, Sequence
 
 from postmortem.core.notes import Mapping
-from postmortem.core.tables import DEBUG_DIRS, MAX_SYMBOL_FILES, MAX_SYMTAB_BYTES, NT_GNU_BUILD_ID
+from postmortem.core.tables import MAX_SYMBOL_FILES, MAX_SYMTAB_BYTES, NT_GNU_BUILD_ID
 
 if TYPE_CHECKING:
     from postmortem.core.stream import Memory
@@ -120,14 +123,41 @@ class SymbolTable:
         return (name, vaddr - value) if name else None
 
 
+_HEX = re.compile(r"[0-9a-f]+")
+
+
+def _open_inside(folder: Path, parts: tuple[str, ...]) -> BinaryIO | None:
+    """The regular file folder/parts..., opened without following any link on the way; None if
+    it is missing, a link, not a regular file, or has more than one hard link."""
+    fds: list[int] = []
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        fds.append(fd)
+        for part in parts[:-1]:
+            fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            fds.append(fd)
+        leaf = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+    except (OSError, ValueError):
+        return None
+    finally:
+        for opened in fds:
+            os.close(opened)
+    st = os.fstat(leaf)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        os.close(leaf)
+        return None
+    return os.fdopen(leaf, "rb")
+
+
 class Symbolizer:
     """Symbol names from the object files the analysing machine has (best effort).
 
     For each mapped object, in order: a separate debug file named by the core's
-    build-id (`<dir>/.build-id/ab/cdef….debug` under each search dir and
-    /usr/lib/debug), then the object by base name or full path under each search dir,
-    then at its own path.  A file whose build-id differs from the core's is not used.
-    At most MAX_SYMBOL_FILES objects are looked up per core.
+    build-id (`<dir>/.build-id/ab/cdef….debug` under each search dir), then the object
+    by base name in each search dir (the bundle's folders).  Nothing outside them is
+    opened: no symlink, no file with other hard links, no path the core names.  A file
+    whose build-id differs from the core's is not used.  At most MAX_SYMBOL_FILES
+    objects are looked up per core.
     """
 
     def __init__(self, search_dirs: Sequence[Path], build_ids: dict[str, str],
@@ -145,29 +175,36 @@ class Symbolizer:
         if path not in self._tables:
             table = None
             if len(self._tables) < MAX_SYMBOL_FILES:
-                for candidate, by_build_id in self._candidates(path):
-                    table = self._load(path, candidate, by_build_id)
+                for folder, parts, by_build_id in self._candidates(path):
+                    table = self._load(path, folder, parts, by_build_id)
                     if table is not None:
                         break
             self._tables[path] = table
         return self._tables[path]
 
-    def _candidates(self, path: str) -> Iterator[tuple[Path, bool]]:
-        build_id = self.build_ids.get(path)
-        if build_id and len(build_id) > 2:
-            name = Path(".build-id", build_id[:2], build_id[2:] + ".debug")
-            for d in (*self.search_dirs, *DEBUG_DIRS):
-                yield d / name, True
-        for d in self.search_dirs:
-            yield d / Path(path).name, False
-            yield d / path.lstrip("/"), False
-        yield Path(path), False
+    def _candidates(self, path: str) -> Iterator[tuple[Path, tuple[str, ...], bool]]:
+        """(search dir, path parts under it, found by build-id): inside the search dirs only.
 
-    def _load(self, path: str, local: Path, by_build_id: bool) -> SymbolTable | None:
+        The core's NT_FILE path is bundle text: it names a file by base name and build-id,
+        never by where it points (absolute, `../`, relative to the analyst's cwd).
+        """
+        build_id = self.build_ids.get(path)
+        if build_id and len(build_id) > 2 and _HEX.fullmatch(build_id):
+            for d in self.search_dirs:
+                yield d, (".build-id", build_id[:2], build_id[2:] + ".debug"), True
+        base = path.rsplit("/", 1)[-1]
+        if base not in ("", ".", "..") and "\0" not in base:
+            for d in self.search_dirs:
+                yield d, (base,), False
+
+    def _load(self, path: str, folder: Path, parts: tuple[str, ...],
+              by_build_id: bool) -> SymbolTable | None:
+        local = folder.joinpath(*parts)
+        f = _open_inside(folder, parts)
+        if f is None:
+            return None
         try:
-            if not local.is_file():
-                return None
-            with open(local, "rb") as f:
+            with f:
                 return self._load_from(path, local, f, by_build_id)
         except Exception as exc:  # pyelftools on an arbitrary file: anything can happen
             self.problem(f"symbols of {local} unreadable: {type(exc).__name__}: {exc}")

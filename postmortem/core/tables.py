@@ -5,7 +5,6 @@ small.  Only constants and the functions that name them live here; nothing reads
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from postmortem import signals
 
@@ -39,7 +38,6 @@ SIGNAL_SI_CODES = {
 }
 
 AT_NULL, AT_PAGESZ, AT_ENTRY, AT_EXECFN = 0, 6, 9, 31
-DEBUG_DIRS = (Path("/usr/lib/debug"),)   # where distributions put separate debug files
 PF_X = 1
 NT_GNU_BUILD_ID = 3
 
