@@ -171,12 +171,16 @@ class HighHostMemoryThenDeath(Rule):
         if not deaths:
             return []
         pct = _num(last.data.get("pct"))
+        # A second, independent sign: the readings rose towards the death (a trend, not one figure).
+        before = [_num(e.data.get("pct")) for e in sorted(readings, key=lambda e: e.seq) if e.seq <= last.seq]
+        rising = len(before) >= 2 and all(b >= a for a, b in zip(before, before[1:])) and before[-1] > before[0]
         trace.append(f"{self.id}: host memory at {pct:.0f}% ({last.ref.describe()}), then {deaths[0].ref.describe()}")
         sign = SIGN.memory_high_then_death if pct < LIMIT.very_high_host_memory_pct else SIGN.memory_very_high_then_death
-        return [sign_finding(k, sign, self.id,
-                        f"host memory was {pct:.0f}% used ({last.ref.describe()}) just before a process of the job "
-                        f"was killed ({deaths[0].ref.describe()}); dmesg would show the OOM killer",
-                             [last, deaths[0]], "memory")]
+        summary = (f"host memory was {pct:.0f}% used ({last.ref.describe()}) just before a process of the job "
+                   f"was killed ({deaths[0].ref.describe()}); dmesg would show the OOM killer"
+                   + (f"; it rose over {len(before)} readings ({before[0]:.0f}% to {before[-1]:.0f}%)" if rising else ""))
+        return [sign_finding(k, sign, self.id, summary, [last, deaths[0]], "memory", weight=sign.weight,
+                             combined=(SIGN.memory_rising,) if rising else ())]
 
 class CudaBuildNewerThanDriver(Rule):
     """NCCL says which CUDA it was built for (`NCCL version 2.25.1+cuda12.8`) and which CUDA the
