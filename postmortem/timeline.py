@@ -4,7 +4,7 @@ Each event keeps the time its source printed (`Stamp`); here it gets a `When`: a
 absolute time (or None), how it was obtained (`Basis`) and an uncertainty.  Nothing
 inferred is presented as measured.
 
-Clocks, per formats.md §0:
+Clocks (each format's, with the fixture that proves it, in docs/formats.md):
 * wall with a zone (journal iso, CI wrappers, dmesg --time-format iso)  -> measured
 * wall without a zone (dmesg -T, NCCL 2.26+, torch logs)                -> converted with
   --tz, a zone found in the bundle, or UTC — and the note says which

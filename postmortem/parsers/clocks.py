@@ -1,6 +1,6 @@
 """Clock state files: which zone the host's local times are in, and where its boot sits on the wall clock.
 
-Read here (formats.md §0):
+Read here (each format's clock is listed in docs/formats.md):
 * `clock.json` as `postmortem collect` writes it, one instant read three ways:
   `{"realtime": <unix s>, "monotonic": <s>, "boottime": <s>, "tz": "<IANA or null>", "utc_offset_s": <int>}`;
 * `manifest.json`'s `clock` block of older collects (`time_epoch_s`, `clock_boottime_s`) and its

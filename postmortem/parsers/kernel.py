@@ -1,4 +1,4 @@
-"""Parser for kernel logs: dmesg in every style, /dev/kmsg, journal, syslog, Talos (formats.md §2).
+"""Parser for kernel logs: dmesg in every style, /dev/kmsg, journal, syslog, Talos (docs/formats.md, Kernel logs).
 
 Each line is read in two steps:
 

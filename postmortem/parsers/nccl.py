@@ -1,4 +1,4 @@
-"""Parser for NCCL_DEBUG output, every release from 2.4 to 2.30.7 (formats.md §1).
+"""Parser for NCCL_DEBUG output, every release from 2.4 to 2.30.7 (docs/formats.md, NCCL_DEBUG output).
 
 A line is `[ts] host:pid:tid [dev] NCCL INFO msg` with every part before the level
 optional (timestamps from 2.26, host-stripped pastes, `NCCL CALL` lines without
@@ -59,7 +59,7 @@ _RESULT_BY_NAME = {name: name for name, _ in NCCL_RESULTS.values()}
 PREFILTER = re.compile(
     r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT|version \d|failure )|\.\w+:\d+ WARN |^#\s+Rank\s+\d")
 
-# The prefix (formats.md §1.2).  `ts` must hold a non-digit so `[0] NCCL INFO` (a
+# The prefix (docs/formats.md, NCCL_DEBUG output: one row per era).  `ts` must hold a non-digit so `[0] NCCL INFO` (a
 # host-stripped paste) reads as a device, not a timestamp.
 _HEADER = re.compile(
     r"(?:\[(?P<ts>(?=[^\]]*?[^\]\d\s-])[^\]]*+)\]\s?)?"
