@@ -105,6 +105,9 @@ def test_copy_button_copies_the_command(browser, tmp_path):
     try:
         button = w.page.locator("button.copy").first
         button.click()
+        # The clipboard answers asynchronously: wait for the label to change (a loaded machine is slow).
+        w.page.wait_for_function("() => document.querySelector('button.copy').textContent !== 'copy'",
+                                 timeout=10000)
         assert button.inner_text() in ("copied", "select + copy")
         assert w.problems == []
     finally:

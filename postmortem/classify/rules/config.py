@@ -47,7 +47,7 @@ class SigbusContext(Rule):
         signs: list[tuple[float, str, tuple[Ref, ...]]] = []
         nccl_stacks = _stack_mentions(case.stacks, NCCL_FRAME)
         if nccl_stacks:
-            signs.append((0.62, "the SIGBUS hit inside NCCL code: NCCL's shared-memory segments live in /dev/shm, "
+            signs.append((0.62, "it hit inside NCCL code: NCCL's shared-memory segments live in /dev/shm, "
                                 "and an undersized /dev/shm surfaces as SIGBUS on first touch", (nccl_stacks[0].ref,)))
         shm_stacks = _stack_mentions(case.stacks, SHM_FRAME)
         if shm_stacks:
@@ -66,7 +66,7 @@ class SigbusContext(Rule):
         w = 1 - (1 - signs[0][0]) * (0.8 if len(signs) > 1 else 1.0)
         refs = tuple(r for _, _, rs in signs for r in rs)
         trace.append(f"{self.id}: SIGBUS with {len(signs)} shm sign(s): " + "; ".join(t for _, t, _ in signs))
-        return [finding(k, "shm_exhausted", w, self.id, "SIGBUS: " + "; ".join(t for _, t, _ in signs),
+        return [finding(k, "shm_exhausted", w, self.id, "a process died of SIGBUS; " + "; ".join(t for _, t, _ in signs),
                         buses, "root", "SIGBUS", extra_refs=refs)]
 
 COLLECTIVE_FRAME = re.compile(r"barrier|all_?reduce|all_?gather|broadcast|reduce_scatter|all_to_all|alltoall|"
