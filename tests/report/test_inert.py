@@ -158,13 +158,16 @@ def test_unknown_verdict_copy_buttons_hold_valid_commands(hostile_bundle):
                 self.inside = True
             if self.inside and tag == "code":
                 self.found.append("")
+                self.depth = 1
 
         def handle_endtag(self, tag):
             if tag == "ul":
                 self.inside = False
+            if tag == "code":
+                self.depth = 0
 
         def handle_data(self, data):
-            if self.inside and self.found is not None and self.found and data:
+            if self.inside and self.depth and data:
                 self.found[-1] += data
 
     p = Commands()
