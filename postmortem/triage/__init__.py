@@ -20,7 +20,12 @@ from pathlib import Path
 EXIT_OK, EXIT_USAGE, EXIT_FAIL_ON = 0, 2, 3
 DEFAULT_OUT = Path("reports") / "triage"
 
-EPILOG = """exit status:
+EPILOG = """examples:
+  postmortem triage /data/crashes/2026-11-29/                          group a night's bundles
+  postmortem triage new/ --baseline reports/triage/triage.json --fail-on new
+  postmortem triage bundles/ --jobs 8 --out reports/nightly -q
+
+exit status:
   0  triage completed and the --fail-on condition (if any) does not hold
   3  the --fail-on condition holds:
        new       a group whose signature is not in the --baseline (every group when there is none)
