@@ -28,7 +28,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 
-from postmortem import signals
+from postmortem import job, signals
 from postmortem.model import Basis, Case, ClockKind, Event, When
 
 UTC = timezone.utc
@@ -151,7 +151,14 @@ def place(case: Case, tz: str | None = None) -> Placed:
     placed = _apply_skews(placed, skews, notes)
     _place_untimed(placed, by_artifact, case)
     _pin_to_process_death(placed)
-    placed = _join_ranks(placed, case)
+    placed = job.join_identities(placed)
+    placed, copy_notes = job.merge_copies(placed)
+    notes.extend(copy_notes)
+    window = job.find_window(placed, list(case.facts))
+    placed, context_notes = job.mark_context(placed, window)
+    if window.start is not None:
+        notes.append(window.describe())
+    notes.extend(context_notes)
     if local_used:
         notes.append(f"times printed without a zone are read as {zone_note}")
     if any(e.stamp and not e.stamp.year_known for e in case.events):
@@ -160,7 +167,8 @@ def place(case: Case, tz: str | None = None) -> Placed:
     for host, (bt, where, _) in boots.items():
         notes.append(f"boot time of {host or 'the host'}: {bt.isoformat()} ({where})")
     hosts = tuple(sorted({e.host for e in placed if e.host}))
-    return Placed(dataclasses.replace(case, events=tuple(placed)), tuple(notes), hosts)
+    facts = case.facts + tuple(job.window_facts(window))
+    return Placed(dataclasses.replace(case, events=tuple(placed), facts=facts), tuple(notes), hosts)
 
 
 def _with_when(e: Event, when: When | None) -> Event:
@@ -382,28 +390,6 @@ def _place_untimed(placed: list[Event], by_artifact: dict[str, list[int]], case:
                     after, Basis.ANCHORED, None, "no time printed; at or before the next timed line of this file"))
             else:
                 placed[i] = _with_when(e, When(None, Basis.ORDER_ONLY, None, "no time printed"))
-
-
-def _join_ranks(events: list[Event], case: Case) -> list[Event]:
-    """host+pid -> rank from NCCL init lines and launcher failure records."""
-    ranks: dict[tuple[str | None, int], set[int]] = defaultdict(set)
-    for e in events:
-        if e.pid is None or e.kind not in ("nccl.init", "launcher.child_failed"):
-            continue
-        r = e.rank if e.rank is not None else e.data.get("rank")
-        if isinstance(r, int):
-            ranks[(e.host, e.pid)].add(r)
-    # A process driving several GPUs (nccl-tests -g 4) has several ranks: no single answer.
-    rank_of = {key: next(iter(rs)) for key, rs in ranks.items() if len(rs) == 1}
-    if not rank_of:
-        return events
-    out = []
-    for e in events:
-        if e.rank is None and e.pid is not None and (e.host, e.pid) in rank_of:
-            e = Event(e.kind, e.text, e.ref, e.severity, e.stamp, e.host, e.pid, e.tid,
-                      rank_of[(e.host, e.pid)], e.data, e.when, e.seq)
-        out.append(e)
-    return out
 
 
 def sort_key(e: Event) -> tuple:

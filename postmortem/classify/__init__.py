@@ -43,8 +43,20 @@ def _support(findings: list[Finding]) -> float:
     return 1 - miss
 
 
+def job_only(case: Case, trace: list[str]) -> Case:
+    """The case without its context: kernel-log lines the timeline marked as outside the
+    job's window or about another process (job.py) never become a root or a symptom."""
+    kept = tuple(e for e in case.events if not e.data.get("context"))
+    if len(kept) == len(case.events):
+        return case
+    trace.append(f"context: {len(case.events) - len(kept)} kernel-log event(s) outside the job "
+                 "(before or after its window, or other processes) are not evidence")
+    return dataclasses.replace(case, events=kept)
+
+
 def classify(case: Case, k: Knowledge) -> Verdict:
     trace: list[str] = []
+    case = job_only(case, trace)
     findings = run_rules(case, k, trace)
     by_cause: dict[str, list[Finding]] = defaultdict(list)
     for f in findings:

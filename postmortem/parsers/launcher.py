@@ -43,6 +43,20 @@ FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("ray_line", re.compile(r"^\(raylet\) A worker died or was killed")),
 )
 
+# Lines a launcher prints while it starts the job: (launcher, regex with a `stamp` group,
+# strptime format of the stamp or "glog").  The first one of a file opens the job's
+# window (job.py); DeepSpeed's `process N spawned` line also ties a pid to its local rank.
+STARTS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("torchrun", re.compile(r"^(?P<stamp>[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+) +(?P<pid>\d+) "
+                            r"torch/distributed/(?:run|elastic/[\w/]+|launcher/[\w/]+)\.py:\d+\]"), "glog"),
+    ("deepspeed", re.compile(r"^\[(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)\] \[[A-Z]+\] "
+                             r"\[(?:launch|runner|launcher_helper)\.py:\d+:\w+\]"), "%Y-%m-%d %H:%M:%S,%f"),
+    ("ray", re.compile(r"^(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)\s+INFO \S+ -- "
+                       r"(?:Started a local Ray instance|Connecting to existing Ray cluster)"), "%Y-%m-%d %H:%M:%S,%f"),
+)
+_SPAWNED = re.compile(r"\] process (?P<pid>\d+) spawned with command: (?P<cmd>.*)$")
+_LOCAL_RANK = re.compile(r"--local_rank=(\d+)")
+
 # Lines a ChildFailedError table may continue with besides its own fields: the Python
 # traceback an `@record`ed worker wrote, indented by two spaces (and `  ` blank lines).
 _TABLE_CONTINUATION = re.compile(r"^  ")
@@ -277,10 +291,12 @@ class _Table:
 
 class LauncherParser(LineParser):
     name = "launcher"
-    prefilter = re.compile("|".join(f"(?:{rx.pattern})" for _, rx in FAMILIES))
+    prefilter = re.compile("|".join(f"(?:{rx.pattern})" for _, rx in FAMILIES)
+                           + "".join(f"|(?:{re.sub(r'[(][?]P<[a-z]+>', '(?:', rx.pattern)})" for _, rx, _ in STARTS))
     # Necessary conditions for the prefilter, cheap to test (see LineParser.gate_start).
     gate_start = re.compile(rf"\S+ FAILED|(?:Other )?Failures:|Root Cause|\[\d+\]:|mpirun noticed|Primary job|srun: error|"
-                            rf"slurmstepd|[\w./-]+: line \d+: |(?:{_STRSIGNAL_ALTERNATION})|\(raylet\)")
+                            rf"slurmstepd|[\w./-]+: line \d+: |(?:{_STRSIGNAL_ALTERNATION})|\(raylet\)"
+                            r"|[IWEF]\d{4} |\[?\d{4}-\d\d-\d\d ")
     gate_words = any_word(["ChildFailedError:", "closing signal SIG", "via signal SIG", "failed (exitcode: ",
                            "death signal, shutting down", "] Killing subprocess", "] exits with return code = ",
                            "ProcessExitedException: process"])
@@ -288,6 +304,7 @@ class LauncherParser(LineParser):
     def __init__(self, path, sink) -> None:
         super().__init__(path, sink)
         self._table: _Table | None = None
+        self._started = False  # this file's launcher start line was seen
 
     @property
     def busy(self) -> bool:
@@ -305,7 +322,34 @@ class LauncherParser(LineParser):
             if record is not None:
                 self._handle(line, record)
                 return True
+        return self._start_line(line)
+
+    def _start_line(self, line: Line) -> bool:
+        for launcher, rx, fmt in STARTS:
+            m = rx.match(line.text)
+            if m is None:
+                continue
+            spawned = _SPAWNED.search(line.text)
+            if spawned:
+                rank = _LOCAL_RANK.search(spawned["cmd"])
+                self.sink.event(line, "launcher.spawned", Severity.INFO, stamp=self._start_stamp(m, fmt),
+                                pid=int(spawned["pid"]), launcher=launcher,
+                                local_rank=int(rank.group(1)) if rank else None)
+            if not self._started:
+                self._started = True
+                agent = m.groupdict().get("pid")
+                self.sink.event(line, "launcher.start", Severity.INFO, stamp=self._start_stamp(m, fmt),
+                                launcher=launcher, agent_pid=int(agent) if agent else None)
+            return True
         return False
+
+    @staticmethod
+    def _start_stamp(m: re.Match, fmt: str) -> Stamp | None:
+        text = m["stamp"]
+        if fmt == "glog":
+            mmdd, hms = text[1:].split(" ", 1)
+            return _month_day_stamp(mmdd, hms)
+        return _wall_stamp(text, fmt, 1e-3)
 
     def finish(self) -> None:
         self._close_table()

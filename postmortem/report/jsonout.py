@@ -11,6 +11,7 @@ from typing import Any
 from postmortem import __version__
 from postmortem.model import Analysis, Artifact, Event, Fact, Finding, Ref, Stack
 from postmortem.report.rows import shown_events, timeline_rows
+from postmortem.report.timeline_view import lane_of
 from postmortem.timeline import sort_key
 
 SCHEMA = "postmortem.verdict/1"
@@ -38,7 +39,7 @@ def event_json(e: Event) -> dict[str, Any]:
         "uncertainty_s": w.uncertainty_s if w else None,
         "ts_note": w.note if w else "no time printed",
         "source": e.ref.path, "line": e.ref.line, "host": e.host, "pid": e.pid, "tid": e.tid,
-        "rank": e.rank, "kind": e.kind, "severity": e.severity.value, "text": e.text,
+        "rank": e.rank, "lane": lane_of(e), "kind": e.kind, "severity": e.severity.value, "text": e.text,
         "data": {k: v for k, v in e.data.items() if isinstance(v, (str, int, float, bool, list, type(None)))},
     }
 

@@ -224,14 +224,19 @@ class _Builder:
 
 
 def _lane_key(e: Event) -> tuple:
-    """One swimlane per host / rank (or pid); events that name neither get their artifact's lane."""
-    if e.rank is not None:
-        return ("id", e.host or "", 0, e.rank)
-    if e.pid is not None:
-        return ("id", e.host or "", 1, e.pid)
+    """One swimlane per process (the timeline joined its rank, pid and host aliases), per
+    host for a host's other lines; events that name none get their artifact's lane."""
+    if e.rank is not None or e.pid is not None:
+        return ("id", e.host or "", 0 if e.rank is not None else 1, e.rank if e.rank is not None else -1,
+                e.pid if e.pid is not None else -1)
     if e.host:
-        return ("id", e.host, 2, 0)
+        return ("id", e.host, 2, -1, -1)
     return ("file", e.ref.path)
+
+
+def lane_of(e: Event) -> str:
+    """The lane an event is drawn in, by name: `host · rank N · pid P`."""
+    return lane_label(_lane_key(e))
 
 
 def lane_label(key: tuple) -> str:
@@ -239,9 +244,9 @@ def lane_label(key: tuple) -> str:
         return "other lanes"
     if key[0] == "file":
         return key[1]
-    _, host, what, number = key
-    who = {0: f"rank {number}", 1: f"pid {number}", 2: ""}[what]
-    return " · ".join(p for p in (host, who) if p)
+    _, host, _what, rank, pid = key
+    parts = [host, f"rank {rank}" if rank >= 0 else "", f"pid {pid}" if pid >= 0 else ""]
+    return " · ".join(p for p in parts if p)
 
 
 def _number_lanes(keys: set[tuple], marks: Iterable[Mark]) -> tuple[list[Lane], dict[tuple, int]]:

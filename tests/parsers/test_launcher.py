@@ -73,11 +73,12 @@ def test_table_read_by_the_launcher_parser_alone():
     parser = LauncherParser("torchrun_sigbus.log", sink)
     claimed = [n for n, text in enumerate(lines, 1) if parser.feed(Line("t", n, text, text))]
     parser.finish()
-    assert claimed == [13, 14, *range(31, 53)]
-    assert [e.kind for e in sink.events] == ["launcher.sigterm", "launcher.exit", "launcher.failed",
+    # lines 3-6: torchrun's start banner (the first opens the job's window)
+    assert claimed == [3, 4, 5, 6, 13, 14, *range(31, 53)]
+    assert [e.kind for e in sink.events] == ["launcher.start", "launcher.sigterm", "launcher.exit", "launcher.failed",
                                              "launcher.child_failed", "launcher.child_failed"]
-    assert {e.data["script"] for e in sink.events[3:]} == {"crash_worker.py"}
-    assert [e.data["root"] for e in sink.events[3:]] == [False, True]
+    assert {e.data["script"] for e in sink.events[4:]} == {"crash_worker.py"}
+    assert [e.data["root"] for e in sink.events[4:]] == [False, True]
 
 
 def test_glog_stamp_has_no_year_and_carries_agent_pid():

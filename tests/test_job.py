@@ -1,0 +1,81 @@
+"""The job's own story (issue 14): its window, its processes, one event per kernel line."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from postmortem.report import jsonout
+from postmortem.run import analyze
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLES = ROOT / "fixtures" / "bundles"
+
+
+def _cited(v) -> list:
+    out = list(v.root.evidence) if v.root else []
+    for f in v.symptoms:
+        out.extend(f.evidence)
+    return out
+
+
+def test_the_jobs_own_oom_kill_is_the_root_not_an_earlier_runs():
+    """lab-torchrun-oom-cgroup: the kernel log also holds an earlier run's kill of pid 14842."""
+    a = analyze(BUNDLES / "lab-torchrun-oom-cgroup/bundle")
+    v = a.verdict
+    assert v.cause == "host_oom"
+    texts = [r.text for r in _cited(v)]
+    assert any("Killed process 24650" in t for t in texts)
+    assert not any("14842" in t for t in texts)
+    assert v.root.first_at.strftime("%H:%M:%S") == "08:40:19"
+    # dmesg.txt + dmesg_T.txt: each kill counted once
+    assert "1 line(s) matching 'oom_killer'" in v.root.summary
+    kills = [e for e in a.case.events if e.kind == "kernel.oom_kill"]
+    assert sorted(e.pid for e in kills) == [14842, 24650]
+    assert all(e.data.get("copies") for e in kills)
+    earlier = next(e for e in kills if e.pid == 14842)
+    assert earlier.data["context"] == "kernel history before the job"
+    assert any(n.startswith("job window from 2026-11-29T08:40:09") for n in a.timeline_notes)
+
+
+def test_straggler_timeout_cites_nothing_from_the_kernel_history():
+    a = analyze(BUNDLES / "lab-torchrun-straggler-timeout/bundle")
+    v = a.verdict
+    assert v.cause == "straggler_timeout"
+    context = {(e.ref.path, e.ref.line) for e in a.case.events if e.data.get("context")}
+    assert context, "the kernel log's segfaults of other programs are context"
+    assert not any((r.path, r.line) in context for r in _cited(v))
+    assert not any(r.path.startswith("dmesg") for r in _cited(v))
+
+
+def test_one_lane_per_process():
+    """pid 24650 (kernel, launcher) and rank 1 (`[rank1]:`, ChildFailedError) are one process."""
+    a = analyze(BUNDLES / "lab-torchrun-oom-cgroup/bundle")
+    doc = json.loads(jsonout.render(a))
+    lanes = {ev["lane"] for ev in doc["timeline"] if ev["pid"] in (24649, 24650) or ev["rank"] in (0, 1)}
+    assert lanes == {"localhost · rank 0 · pid 24649", "localhost · rank 1 · pid 24650"}
+
+
+def test_each_kernel_line_once_with_two_copies(tmp_path):
+    """The same bundle with and without dmesg_T.txt gives the same kernel events."""
+    src = BUNDLES / "lab-torchrun-oom-cgroup/bundle"
+    one = tmp_path / "one"
+    shutil.copytree(src, one)
+    (one / "dmesg_T.txt").unlink()
+    both = analyze(src).case.events
+    single = analyze(one).case.events
+    kinds = lambda evs: sorted(e.kind for e in evs if e.kind.startswith("kernel."))  # noqa: E731
+    assert kinds(both) == kinds(single)
+
+
+def test_without_a_launcher_start_nothing_is_history(tmp_path):
+    """A training log that begins late says nothing of when the job began: no window."""
+    src = BUNDLES / "lab-torchrun-oom-cgroup/bundle"
+    b = tmp_path / "b"
+    b.mkdir()
+    for name in ("dmesg.txt", "proc_stat_btime.txt"):
+        shutil.copy(src / name, b / name)
+    lines = (src / "train.log").read_text().splitlines()
+    (b / "train.log").write_text("\n".join(l for l in lines if "torch/distributed/run.py" not in l) + "\n")
+    a = analyze(b)
+    assert not any(e.data.get("context") == "kernel history before the job" for e in a.case.events)
