@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Callable, Iterator
 
 from postmortem.model import Artifact, ArtifactStatus
+from postmortem.parsers import flightrec
 
 # Caps that keep a hostile or broken bundle from costing unbounded time or memory.
 MAX_DECOMPRESSED_BYTES = 8 << 30      # per archive member or .gz file
@@ -301,13 +302,17 @@ def _is_bundle_meta(path: str) -> bool:
 # ---------------------------------------------------------------------------- sniffing
 
 def sniff(head: bytes) -> str:
-    """What a file holds, from its first bytes: core, elf, gzip, binary or text."""
+    """What a file holds, from its first bytes: core, elf, gzip, pickle, flightrec-json, binary or text."""
     if head.startswith(ELF_MAGIC):
         return "core" if len(head) >= 18 and int.from_bytes(head[16:18], "little" if head[5:6] == b"\x01" else "big") == 4 else "elf"
     if head.startswith(GZIP_MAGIC):
         return "gzip"
     if not head:
         return "empty"
+    if flightrec.looks_like_pickle(head):
+        return "pickle"
+    if flightrec.looks_like_json_dump(head):
+        return "flightrec-json"
     sample = head[:SNIFF_BYTES]
     # Torch leaves single NULs after worker messages; a binary blob has many.
     nul_ratio = sample.count(b"\x00") / len(sample)

@@ -104,6 +104,8 @@ def _read_content(entry, stream, kind: str, got: _Collected, options: Options, b
                         lines=result.lines, unclaimed=result.unclaimed, **base)
     if kind == "core":
         return _read_core(entry, stream, got, options, base, label)
+    if kind in ("pickle", "flightrec-json"):
+        return _read_flightrec(entry, stream, got, base, label)
     if kind == "empty":
         return Artifact(kind="empty", status=ArtifactStatus.OK, message="empty file", **base)
     if kind == "elf":
@@ -133,6 +135,28 @@ def _add_gdb_backtrace(entry, result, got: _Collected, label: str) -> str:
     got.events.extend(parsed.sink.events)
     got.stacks.extend(parsed.sink.stacks)
     return ""
+
+
+def _read_flightrec(entry, stream, got: _Collected, base: dict, label: str) -> Artifact:
+    """A PyTorch Flight Recorder dump (parsers/flightrec.py); never unpickled the ordinary way."""
+    from postmortem.parsers import flightrec
+
+    data = stream.read(flightrec.MAX_DUMP_BYTES + 1)
+    try:
+        trace = flightrec.read(data, entry.path, host=entry.host)
+    except flightrec.DumpError as exc:
+        what = "Flight Recorder dump" if kind_is_dump(label, data) else "pickle"
+        return Artifact(kind=label, status=ArtifactStatus.ERROR, message=f"{what} not read: {exc}", **base)
+    events, facts = flightrec.to_case(trace, got.counter)
+    got.events.extend(events)
+    got.facts.extend(facts)
+    message = "; ".join(trace.problems[:3])
+    return Artifact(kind=f"flightrec ({label})", status=ArtifactStatus.OK, message=message, parsers=("flightrec",),
+                    lines=len(trace), **base)
+
+
+def kind_is_dump(label: str, data: bytes) -> bool:
+    return label.startswith("flightrec") or b"entries" in data[:1 << 16]
 
 
 def _read_core(entry, stream, got: _Collected, options: Options, base: dict, label: str) -> Artifact:

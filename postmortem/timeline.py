@@ -29,7 +29,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 
 from postmortem import job, signals
+from postmortem.knowledge.registry import KIND, deaths, produced_by
 from postmortem.model import Basis, Case, ClockKind, Event, When
+
+_KERNEL_KINDS = produced_by("parser:kernel")
+_CORE_KINDS = produced_by("parser:core")
 
 UTC = timezone.utc
 
@@ -88,11 +92,11 @@ def _kernel_anchor_boot(events: list[Event], zone: tzinfo) -> dict[str | None, t
     """Boot time per host from the same kernel line printed raw and with -T."""
     raw: dict[tuple[str | None, str], float] = {}
     for e in events:
-        if e.stamp and e.stamp.clock is ClockKind.BOOT and e.kind.startswith("kernel"):
+        if e.stamp and e.stamp.clock is ClockKind.BOOT and e.kind in _KERNEL_KINDS:
             raw.setdefault((e.host, e.text), e.stamp.seconds or 0.0)
     found: dict[str | None, list[float]] = defaultdict(list)
     for e in events:
-        if e.stamp and e.stamp.clock in (ClockKind.WALL, ClockKind.WALL_LOCAL) and e.kind.startswith("kernel"):
+        if e.stamp and e.stamp.clock in (ClockKind.WALL, ClockKind.WALL_LOCAL) and e.kind in _KERNEL_KINDS:
             secs = raw.get((e.host, e.text))
             if secs is None or e.stamp.wall is None:
                 continue
@@ -188,8 +192,9 @@ def _share_line_stamps(events: list[Event]) -> list[Event]:
 
 
 # Kernel lines that name a dying process, and launcher records of a process's death.
-_KERNEL_DEATHS = ("kernel.segfault", "kernel.oom_kill")
-_LAUNCHER_DEATHS = ("launcher.exit", "launcher.child_failed")
+_KERNEL_DEATHS = deaths() & produced_by("parser:kernel")
+_LAUNCHER_DEATHS = deaths("exit") & produced_by("parser:launcher")
+_FATAL_SIGNALS = deaths("fatal_signal") - _KERNEL_KINDS
 
 
 def _boot_from_process_deaths(placed: list[Event], boots: dict) -> dict:
@@ -224,9 +229,9 @@ def _boot_from_process_deaths(placed: list[Event], boots: dict) -> dict:
 def _anchor_key(e: Event) -> tuple | None:
     """Events that several hosts log at one physical moment: the rendezvous that forms
     the group, NCCL init completing for one communicator."""
-    if e.kind == "msg.rendezvous_complete":
+    if e.kind == KIND.msg_rendezvous_complete:
         return ("rendezvous",)
-    if e.kind == "nccl.init" and e.data.get("phase") == "COMPLETE" and e.data.get("commId"):
+    if e.kind == KIND.nccl_init and e.data.get("phase") == "COMPLETE" and e.data.get("commId"):
         return ("nccl-init", e.data["commId"])
     return None
 
@@ -294,7 +299,7 @@ def _pin_to_process_death(placed: list[Event]) -> None:
         if sig:
             by_signal[_signal_name(sig)].append(e)
     for i, e in enumerate(placed):
-        if e.kind not in ("py.fatal_signal", "gdb.signal", "native.signal", "core.signal"):
+        if e.kind not in _FATAL_SIGNALS:
             continue
         if e.when and e.when.at and e.when.basis is not Basis.ANCHORED:
             continue
@@ -375,7 +380,7 @@ def _place_untimed(placed: list[Event], by_artifact: dict[str, list[int]], case:
             e = placed[i]
             if e.when and (e.when.at or e.when.basis is Basis.ORDER_ONLY):
                 continue
-            if e.kind.startswith("core.") and mtimes.get(path):
+            if e.kind in _CORE_KINDS and mtimes.get(path):
                 placed[i] = _with_when(e, When(
                     mtimes[path], Basis.MTIME, 60.0, "core file's modification time (written at the crash)"))
                 continue

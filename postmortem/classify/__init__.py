@@ -20,10 +20,11 @@ from postmortem.classify.counter import (before_the_job, counter_evidence, crash
 from postmortem.classify.rules import RULES
 from postmortem.classify.signature import signature_of
 from postmortem.knowledge import Knowledge
+from postmortem.knowledge.registry import KIND, LIMIT
 from postmortem.model import Case, Category, Finding, Verdict
 
-MIN_CONFIDENCE = 0.35
-CLOSE_RACE = 0.6   # a cause within this fraction of the best may still be the root if it came first
+MIN_CONFIDENCE = LIMIT.min_confidence
+CLOSE_RACE = LIMIT.close_race   # a cause within this fraction of the best may still be the root if it came first
 
 
 def run_rules(case: Case, k: Knowledge, trace: list[str]) -> list[Finding]:
@@ -91,7 +92,7 @@ def _scores(by_cause: dict[str, list[Finding]], counters: dict, trace: list[str]
     scores: dict[str, float] = {}
     for cause, fs in by_cause.items():
         roots = [f for f in fs if f.role == "root"]
-        score = _support(roots) if roots else _support(fs) * 0.8
+        score = _support(roots) if roots else _support(fs) * LIMIT.symptoms_only_discount
         factor, _ = counters.get(cause, (1.0, ()))
         scores[cause] = score * factor
         trace.append(f"resolve: {cause} support {score:.2f} x counter {factor:.2f} = {scores[cause]:.2f}"
@@ -106,7 +107,10 @@ def _verdict(case: Case, k: Knowledge, root_cause: str, root_findings: list[Find
     evidence = tuple(dict.fromkeys(r for f in root_findings for r in f.evidence))
     root = dataclasses.replace(root_findings[0], evidence=evidence[:12], confidence=round(scores[root_cause], 3))
     others = [f for f in findings if f.cause != root_cause]
-    symptoms = tuple(f for f in others if _after(f, root) or f.role == "symptom")
+    # A symptom: later than the root, a consequence by nature, or a cause the root explains
+    # (fallout may be printed first: by another rank, or by a faster logger).
+    fallout = set(k.causes[root_cause].explains)
+    symptoms = tuple(f for f in others if _after(f, root) or f.role == "symptom" or f.cause in fallout)
     alternatives = tuple(sorted((f for f in others if f not in symptoms and f.cause in scores),
                                 key=lambda f: -scores.get(f.cause, 0)))
     cause = k.causes[root_cause]
@@ -121,8 +125,8 @@ def _verdict(case: Case, k: Knowledge, root_cause: str, root_findings: list[Find
 
 # A cause explains another's signs only when it is itself well supported, and the
 # explained one is not much stronger (then the "fallout" is more likely the story).
-EXPLAINS_MIN = 0.5
-EXPLAINS_MARGIN = 0.15
+EXPLAINS_MIN = LIMIT.explains_min
+EXPLAINS_MARGIN = LIMIT.explains_margin
 
 
 def _explained(scores: dict[str, float], k: Knowledge, trace: list[str]) -> set[str]:
@@ -186,7 +190,7 @@ def _confidence(root: str, scores: dict[str, float], k: Knowledge) -> float:
     """Support of the root, lowered by the strongest rival of another category."""
     category = k.causes[root].category
     rival = max((s for c, s in scores.items() if c != root and k.causes[c].category != category), default=0.0)
-    return round(min(0.97, scores[root] * (1 - 0.4 * rival)), 3)
+    return round(min(LIMIT.max_confidence, scores[root] * (1 - LIMIT.rival_penalty * rival)), 3)
 
 
 def _pointers_in_bundle(case: Case) -> list[str]:
@@ -194,8 +198,8 @@ def _pointers_in_bundle(case: Case) -> list[str]:
     launcher names as holding the real error, and the stderr of a process that exited with
     a plain error code when no traceback made it into the bundle."""
     pointers = [f"the error file the job's launcher names: {e.data['path']} ({e.ref.describe()})"
-                for e in case.events if e.kind == "msg.error_file_pointer" and e.data.get("path")]
-    if not any(e.kind == "py.exception" for e in case.events):
+                for e in case.events if e.kind == KIND.msg_error_file_pointer and e.data.get("path")]
+    if not any(e.kind == KIND.py_exception for e in case.events):
         pointers += [f"the stderr of the process that exited with code {e.data['exitcode']} ({e.ref.describe()}): "
                      "its Python traceback is not in the bundle"
                      for e in case.events if str(e.data.get("exitcode", "")).isdigit() and int(e.data["exitcode"]) > 0][:1]

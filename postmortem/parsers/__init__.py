@@ -20,6 +20,7 @@ from postmortem.parsers import (
     messages,
     native,
     nccl,
+    pyspy,
     pytrace,
     system,
 )
@@ -33,6 +34,7 @@ PARSERS: tuple[type[LineParser], ...] = (
     faulthandler.FaulthandlerParser,
     gdb.GdbParser,
     native.NativeStackParser,
+    pyspy.PySpyParser,
     launcher.LauncherParser,
     pytrace.TracebackParser,
     system.SystemParser,

@@ -22,7 +22,7 @@ def _iso(t: datetime | None) -> str | None:
 
 
 def ref_json(r: Ref) -> dict[str, Any]:
-    return {"artifact": r.path, "line": r.line, "offset": r.offset, "text": r.text}
+    return {"artifact": r.path, "line": r.line, "offset": r.offset, "record": r.record, "text": r.text}
 
 
 def finding_json(f: Finding) -> dict[str, Any]:

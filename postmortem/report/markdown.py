@@ -36,7 +36,11 @@ def render(a: Analysis, report: str | None = None) -> str:
     if report:
         facts.append(("report", markdown_code(report, 120)))
     head += [" · ".join(f"**{k}** {val}" for k, val in facts), ""]
+    from postmortem.report import collectives_view
+
+    hang = collectives_view.summary(a)
     sections = [
+        f"**Collectives**\n\n{markdown_text(hang, 900)}\n\n" if hang else "",
         _evidence(a),
         _stack(a),
         _section("Fix", list(v.remediation)),

@@ -108,6 +108,7 @@ def render(a: Analysis, out: TextIO | None = None, quiet: bool = False, timeline
     cited = a.verdict.root.evidence if a.verdict.root else ()
     view = timeline_view.build(a, cited)
     _evidence(console, cited, view)
+    _hang(console, a)
     _counter(console, a)
     _symptoms(console, a)
     _artifact_problems(console, a)
@@ -217,6 +218,16 @@ def _evidence(console, cited, view: timeline_view.TimelineView) -> None:
                             (f"  ×{count}", "bold") if count > 1 else ""))
     if len(lines) > MAX_EVIDENCE:
         console.print(_text((f"  … {len(lines) - MAX_EVIDENCE} more in the HTML report", "dim")))
+
+
+def _hang(console, a: Analysis) -> None:
+    """Flight Recorder and all-rank stacks in one paragraph (report/collectives_view.py)."""
+    from postmortem.report import collectives_view
+
+    text = collectives_view.summary(a)
+    if text:
+        console.print(_text(("Collectives", "bold")))
+        console.print(_text("  ", terminal_text(text, 1200)))
 
 
 def _counter(console, a: Analysis) -> None:

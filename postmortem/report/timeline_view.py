@@ -42,7 +42,7 @@ def source_of(kind: str) -> str:
 
 
 def ref_key(r: Ref) -> tuple:
-    return (r.path, r.line, r.offset)
+    return (r.path, r.line, r.offset, r.record)
 
 
 @dataclass

@@ -8,6 +8,7 @@ from postmortem.classify.rules.comms import (NcclStoppedDuringInit, NcclVersionM
                                              SilentCollectiveHang)
 from postmortem.classify.rules.config import (CollectiveTimeout, CudaBuildNewerThanDriver, HighHostMemoryThenDeath,
                                               KilledWithoutReason, SigbusContext)
+from postmortem.classify.rules.hang import FlightRecorderHang
 from postmortem.classify.rules.hardware import GpuHealth
 from postmortem.classify.rules.knowledge import KnownMessages, XidCatalog
 
@@ -24,6 +25,7 @@ RULES: tuple[Rule, ...] = (
     HighHostMemoryThenDeath(),
     CudaBuildNewerThanDriver(),
     NcclStoppedDuringInit(),
+    FlightRecorderHang(),
 )
 
 __all__ = ["RULES", "Rule", "died_of", "finding", "KnownMessages", "XidCatalog", "SigbusContext",

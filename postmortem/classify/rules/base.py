@@ -15,6 +15,7 @@ from typing import Iterable
 
 from postmortem import signals
 from postmortem.knowledge import Knowledge
+from postmortem.knowledge.registry import LIMIT, Signal
 from postmortem.model import Case, Category, Event, Finding, Ref, Stack
 
 MAX_EVIDENCE = 8
@@ -28,14 +29,14 @@ def _span(events: list[Event]) -> tuple[int | None, datetime | None, datetime | 
 def _refs(events: Iterable[Event]) -> tuple[Ref, ...]:
     seen: dict[tuple, Ref] = {}
     for e in events:
-        seen.setdefault((e.ref.path, e.ref.line, e.ref.offset), e.ref)
+        seen.setdefault((e.ref.path, e.ref.line, e.ref.offset, e.ref.record), e.ref)
         if len(seen) >= MAX_EVIDENCE:
             break
     return tuple(seen.values())
 
 def _repeat(weight: float, n: int) -> float:
     """Support from n lines saying the same thing: more lines add a little, not a lot."""
-    return 1 - (1 - weight) * (0.85 ** max(0, min(n, 6) - 1))
+    return 1 - (1 - weight) * (LIMIT.repeat_factor ** max(0, min(n, LIMIT.repeat_max) - 1))
 
 @functools.cache
 def _separators() -> tuple[re.Pattern[str], ...]:
@@ -53,12 +54,20 @@ def _telling(refs: tuple[Ref, ...]) -> tuple[Ref, ...]:
     return kept or refs
 
 def finding(k: Knowledge, cause: str, weight: float, rule: str, summary: str, events: list[Event],
-            role: str = "root", discriminator: str = "", extra_refs: tuple[Ref, ...] = ()) -> Finding:
+            role: str = "root", discriminator: str = "", extra_refs: tuple[Ref, ...] = (),
+            strength: str = "", signal: str = "") -> Finding:
     seq, at, last = _span(events)
     category = Category(k.causes[cause].category) if cause in k.causes else Category.UNKNOWN
-    return Finding(cause=cause, category=category, confidence=round(min(weight, 0.97), 3), rule=rule,
-                   summary=summary, evidence=_telling(_refs(events) + extra_refs), first_seq=seq, first_at=at,
-                   last_at=last, discriminator=discriminator, role=role)
+    return Finding(cause=cause, category=category, confidence=round(min(weight, LIMIT.max_confidence), 3), rule=rule,
+                   summary=summary, evidence=_telling(_refs(events) + extra_refs), first_seq=seq, first_at=at, last_at=last,
+                   discriminator=discriminator, role=role, strength=strength, signal=signal)
+
+def sign_finding(k: Knowledge, sign: Signal, rule: str, summary: str, events: list[Event], discriminator: str = "",
+                 extra_refs: tuple[Ref, ...] = (), weight: float | None = None) -> Finding:
+    """A finding for a registered sign: cause, role, strength and weight come from signals.toml
+    (`weight` only when several signs of one rule combine into one support)."""
+    return finding(k, sign.cause, sign.weight if weight is None else weight, rule, summary, events, sign.role,
+                   discriminator, extra_refs, sign.strength, sign.id)
 
 class Rule:
     id = "rule"

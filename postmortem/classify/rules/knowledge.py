@@ -3,8 +3,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from postmortem.classify.rules.base import Rule, _repeat, finding
+from postmortem.classify.rules.base import Rule, _repeat, finding, sign_finding
+from postmortem.knowledge.registry import KIND, LIMIT, SIGN
 from postmortem.model import Event
+
+_PATTERN_KINDS_PREFIX = "msg."  # the kinds message patterns emit: msg.<id> (knowledge/messages.toml)
 
 class KnownMessages(Rule):
     """A known message (knowledge/messages.toml) supports the cause it names.
@@ -16,8 +19,8 @@ class KnownMessages(Rule):
     def findings(self, case, k, trace):
         by_pattern: dict[str, list[Event]] = defaultdict(list)
         for e in case.events:
-            if e.kind.startswith("msg."):
-                by_pattern[e.kind[4:]].append(e)
+            if e.kind.startswith(_PATTERN_KINDS_PREFIX):
+                by_pattern[e.kind[len(_PATTERN_KINDS_PREFIX):]].append(e)
         patterns = {m.id: m for m in k.messages}
         out = []
         for pid, events in by_pattern.items():
@@ -28,7 +31,8 @@ class KnownMessages(Rule):
             # What the line itself said (the headline adds the cause's title; never the pattern id).
             summary = " ".join(events[0].text.split())[:200] + (f" (×{len(events)})" if len(events) > 1 else "")
             trace.append(f"{self.id}: {m.id} x{len(events)} -> {m.cause} ({w:.2f}), first at {events[0].ref.describe()}")
-            out.append(finding(k, m.cause, w, self.id, summary, events, m.role, discriminator=m.id))
+            out.append(finding(k, m.cause, w, self.id, summary, events, m.role, discriminator=m.id,
+                               strength=m.strength, signal=f"{_PATTERN_KINDS_PREFIX}{m.id}"))
         return out
 
 class XidCatalog(Rule):
@@ -43,7 +47,7 @@ class XidCatalog(Rule):
         xids: dict[int, list[Event]] = defaultdict(list)
         seen: set[tuple] = set()
         for e in case.events:
-            if e.kind in ("kernel.xid", "msg.nvrm_xid"):
+            if e.kind == KIND.kernel_xid:
                 key = (e.ref.path, e.ref.line)
                 code = e.data.get("code")
                 if key in seen or code is None:
@@ -60,23 +64,24 @@ class XidCatalog(Rule):
             where = f"on {len(gpus)} GPU(s): {', '.join(sorted(gpus))}"
             if info is None:
                 trace.append(f"{self.id}: Xid {code} is not in the catalog; {where}")
-                out.append(finding(k, "gpu_hardware_other", 0.3, self.id, f"Xid {code} (not in the catalog) {where}",
-                                   events, "root", discriminator=f"xid{code}"))
+                out.append(sign_finding(k, SIGN.xid_not_in_catalog, self.id, f"Xid {code} (not in the catalog) {where}",
+                                        events, discriminator=f"xid{code}"))
                 continue
             label = f"Xid {code} {info.name}: {info.meaning} ({len(events)}x {where})"
             if info.role == "consequence" or not info.cause:
                 trace.append(f"{self.id}: Xid {code} is a consequence/informational: {info.meaning}")
-                out.append(finding(k, "unknown", 0.05, self.id, label, events, "symptom", discriminator=f"xid{code}"))
+                out.append(finding(k, "unknown", LIMIT.consequence_xid_weight, self.id, label, events, "symptom",
+                                   discriminator=f"xid{code}"))
                 continue
             if info.cause == "app_fault":
-                if len(gpus) == 1 and len(events) >= 3:
+                if len(gpus) == 1 and len(events) >= LIMIT.app_fault_repeats:
                     trace.append(f"{self.id}: app-fault Xid {code} repeats on one GPU -> hardware suspicion")
-                    out.append(finding(k, "gpu_hardware_other", 0.5, self.id, label, events, "root", f"xid{code}"))
+                    out.append(sign_finding(k, SIGN.xid_app_fault_repeats_on_one_gpu, self.id, label, events, f"xid{code}"))
                 else:
                     trace.append(f"{self.id}: app-fault Xid {code} {where}: the workload's own fault, not hardware")
-                    out.append(finding(k, "unknown", 0.1, self.id, label, events, "symptom", f"xid{code}"))
+                    out.append(finding(k, "unknown", LIMIT.app_fault_xid_weight, self.id, label, events, "symptom", f"xid{code}"))
                 continue
-            w = info.weight if info.role == "root" else info.weight * 0.5
+            w = info.weight if info.role == "root" else info.weight * LIMIT.symptom_xid_factor
             if len(gpus) == 1 and len(events) > 1:
                 w = _repeat(w, len(events))
             trace.append(f"{self.id}: Xid {code} -> {info.cause} ({w:.2f}) {where}")
