@@ -131,6 +131,8 @@ def _parser() -> argparse.ArgumentParser:
                                    "validate rule files given as arguments.",
                        epilog=RULES_EPILOG, formatter_class=raw)
     r.add_argument("files", nargs="*", type=Path, metavar="FILE")
+    r.add_argument("--coverage", action="store_true", help="per upstream catalog and version: entries mapped to a cause, "
+                   "marked context, or not yet mapped")
     r.add_argument("--debug", action="store_true")
 
     for name, module, text in (("collect", "postmortem.collect", "gather evidence on a failing node"),
@@ -364,6 +366,10 @@ def _suggest(word: str, k) -> str:
 def cmd_rules(args) -> int:
     from postmortem import knowledge
 
+    if getattr(args, "coverage", False):
+        from postmortem.knowledge import catalog
+        print(catalog.coverage_table())
+        return EXIT_OK
     if args.files:
         bad = 0
         for f in args.files:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 
 from postmortem import collectives, stacks as stacklib
-from postmortem.classify.rules.base import Rule, died_of, finding
+from postmortem.classify.rules.base import Rule, died_of, sign_finding
+from postmortem.knowledge.registry import KIND, SIGN, deaths
 from postmortem.model import Case, Event, Ref, Severity
 
 # What a rank's innermost frames say it was doing: (activity, pattern on normalized frames).
@@ -29,10 +30,9 @@ ACTIVITIES = (
                                 r"all_to_all|alltoall|distributed_c10d\.|ProcessGroup|gloo::|nccl", re.I)),
 )
 
-# A rank's death, as the launcher or the program reported it.
-DEATH_KINDS = ("launcher.child_failed", "launcher.exit", "py.fatal_signal", "kernel.segfault")
+# A rank's death: the signals that end a process from outside or by a fault (SIGTERM is the
+# launcher tearing the job down after the fact, not a cause).
 DEATH_SIGNALS = ("SIGKILL", "SIGSEGV", "SIGBUS", "SIGABRT", "SIGILL", "SIGFPE")
-NETWORK_KINDS = ("nccl.warn",)
 
 
 def activity(frames: tuple[str, ...]) -> str:
@@ -54,7 +54,7 @@ class FlightRecorderHang(Rule):
         m = collectives.match(traces)
         for note in m.notes:
             trace.append(f"{self.id}: {note}")
-        by_ref = {(e.ref.path, e.ref.record): e for e in case.events if e.kind == "fr.created"}
+        by_ref = {(e.ref.path, e.ref.record): e for e in case.events if e.kind == KIND.fr_created}
         groups = stacklib.group_by_stack(case.stacks)
         out = []
         for g in m.groups:
@@ -78,15 +78,16 @@ class FlightRecorderHang(Rule):
                    f"rank(s) {_ranks([c for c in g.dumped if c != d.rank])} called {d.expected} "
                    f"({d.ref.describe()}){_frames_of(d.ref, g)}")
         events = self._events(refs, by_ref)
-        return finding(k, "collective_desync", 0.85, self.id, summary, events, "root", "desync",
-                       extra_refs=tuple(r for r in refs if (r.path, r.record) not in by_ref))
+        return sign_finding(k, SIGN.flightrec_desync, self.id, summary, events, "desync",
+                            extra_refs=tuple(r for r in refs if (r.path, r.record) not in by_ref))
 
     def _behind(self, g, case: Case, k, by_ref, groups, trace):
         behind = [b.rank for b in g.behind] + list(g.missing_dumps)
         frontier_op = next((r.op for r in g.rows if r.seq == g.frontier), "?")
         waiting = (f"rank(s) {_ranks(g.waiting)} waited in collective #{g.frontier} {frontier_op}"
                    f" ({g.waiting_refs[0].describe()})" if g.waiting_refs else "")
-        deaths = [e for e in case.events if e.rank in behind and _is_death(e)]
+        death_kinds = deaths("fatal_signal", "exit", "kernel_kill")
+        died = [e for e in case.events if e.rank in behind and e.kind in death_kinds and _death(e)]
         refs = tuple(b.ref for b in g.behind if b.ref) + g.waiting_refs
         events = self._events(refs, by_ref)
         extra = tuple(r for r in refs if (r.path, r.record) not in by_ref)
@@ -94,20 +95,21 @@ class FlightRecorderHang(Rule):
                           + [f"rank {b.rank} last entered #{b.last_seq}"
                              + (f" from {_caller(b.frames)}" if b.frames else "")
                              + (f" ({b.ref.describe()})" if b.ref else "") for b in g.behind[:3]])
-        if deaths:
-            d = deaths[0]
+        if died:
+            d = died[0]
             trace.append(f"{self.id}: rank {d.rank} behind and dead ({d.ref.describe()})")
-            return finding(k, "app_error", 0.75, self.id,
-                           f"rank {d.rank} died ({_death(d)}, {d.ref.describe()}) after its last collective: "
-                           f"{waiting} and it never arrived; {lasts}", [d] + events, "root", "rank-died",
-                           extra_refs=extra)
+            return sign_finding(k, SIGN.flightrec_behind_rank_died, self.id,
+                                f"rank {d.rank} died ({_death(d)}, {d.ref.describe()}) after its last collective: "
+                                f"{waiting} and it never arrived; {lasts}", [d] + events, "rank-died",
+                                extra_refs=extra)
         doing, stack_refs = self._doing(behind, groups)
-        w = 0.6 + (0.15 if doing else 0) + (0.05 if len(g.waiting) >= 2 else 0)
+        w = (SIGN.flightrec_rank_behind.weight + (SIGN.flightrec_behind_stack_elsewhere.weight if doing else 0)
+             + (SIGN.flightrec_several_waiting.weight if len(g.waiting) >= 2 else 0))
         trace.append(f"{self.id}: rank(s) {behind} behind, alive{'; ' + doing if doing else ''}")
         summary = (f"rank(s) {_ranks(behind)} never entered collective #{g.frontier} while {waiting}; {lasts}"
                    + (f"; {doing}" if doing else ""))
-        return finding(k, "straggler_timeout", w, self.id, summary, events, "root", "behind",
-                       extra_refs=extra + stack_refs)
+        return sign_finding(k, SIGN.flightrec_rank_behind, self.id, summary, events, "behind",
+                            extra_refs=extra + stack_refs, weight=w)
 
     @staticmethod
     def _doing(behind: list[int], groups) -> tuple[str, tuple[Ref, ...]]:
@@ -125,30 +127,21 @@ class FlightRecorderHang(Rule):
         return "stacks: " + ", ".join(parts), tuple(refs)
 
     def _stuck(self, g, case: Case, k, by_ref):
-        network = [e for e in case.events if e.kind in NETWORK_KINDS and e.severity in (Severity.WARNING, Severity.ERROR)]
+        network = [e for e in case.events if e.kind == KIND.nccl_warn and e.severity in (Severity.WARNING, Severity.ERROR)]
         frontier_op = next((r.op for r in g.rows if r.seq == g.frontier), "?")
         events = self._events(g.waiting_refs, by_ref)
         summary = (f"every rank of process group {g.pg} ({_ranks(g.dumped)}) entered collective #{g.frontier} "
                    f"{frontier_op} and none completed it: no rank was behind, the collective did not progress")
         if network:
-            return finding(k, "nccl_network", 0.6, self.id, summary + f"; network errors: {network[0].ref.describe()}",
-                           events + network[:2], "root", "stuck")
-        return finding(k, "nccl_timeout", 0.45, self.id, summary, events, "root", "stuck")
-
-
-def _is_death(e: Event) -> bool:
-    if e.kind not in DEATH_KINDS and e.kind != "py.exception":
-        return False
-    if e.kind == "py.exception":
-        return False   # a rank's exception after the hang is usually its own timeout: not a cause by itself
-    return any(died_of(e, s) for s in DEATH_SIGNALS)
+            return sign_finding(k, SIGN.flightrec_all_stuck_network, self.id,
+                                summary + f"; network errors: {network[0].ref.describe()}", events + network[:2], "stuck")
+        return sign_finding(k, SIGN.flightrec_all_stuck, self.id, summary, events, "stuck")
 
 
 def _death(e: Event) -> str:
-    for s in DEATH_SIGNALS:
-        if died_of(e, s):
-            return s
-    return "exited"
+    """The fatal signal an event says a process died of, or "" (an exit code 1 after the
+    rank's own timeout, or the launcher's SIGTERM, is no cause by itself)."""
+    return next((s for s in DEATH_SIGNALS if died_of(e, s)), "")
 
 
 def _caller(frames) -> str:
