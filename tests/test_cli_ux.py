@@ -106,7 +106,7 @@ def test_explain_has_a_description_and_suggests_near_misses():
     assert r.returncode == 2 and "did you mean shm_exhausted" in r.stderr
     r = run_cli("explain", "Xid79")
     assert r.returncode == 0 and r.stdout.startswith("Xid 79 ")
-    r = run_cli("explain", "xid:78")
+    r = run_cli("explain", "xid:99999")
     assert r.returncode == 2 and "close: xid:" in r.stderr
 
 
