@@ -96,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
                        description="Analyse one crash bundle and print the verdict; writes the HTML report "
                                    "to reports/<bundle-name>.html unless --html says otherwise.",
                        epilog=ANALYZE_EPILOG, formatter_class=raw)
-    a.add_argument("bundle", type=Path)
+    a.add_argument("bundle", type=Path, help="folder, archive or file; '-' reads one log from standard input")
     a.add_argument("--html", metavar="PATH", help="HTML report path (default reports/<bundle-name>.html; '-' for none)")
     a.add_argument("--json", metavar="PATH|-", help="write the JSON verdict (schema postmortem.verdict/1); '-' = stdout")
     a.add_argument("--markdown", metavar="PATH|-", help="write a Markdown summary for a ticket; '-' = stdout "
@@ -105,6 +105,10 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--rules", metavar="FILE", action="append", type=Path, default=[], help="extra knowledge file (TOML)")
     a.add_argument("--gdb", action="store_true", help="add a gdb backtrace for cores when gdb and the executable exist")
     a.add_argument("--explain", action="store_true", help="print the classifier's decision trace")
+    a.add_argument("--time-limit", metavar="SECONDS", type=float, default=None,
+                   help="stop reading after this many seconds and decide from what was read (exit 0)")
+    a.add_argument("--allow-hardlinks", action="store_true",
+                   help="read bundle files that have more than one hard link (refused by default)")
     a.add_argument("-q", "--quiet", action="store_true",
                    help="print only problems: one verdict line and the artifacts that could not be read")
     a.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
@@ -164,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     debug = getattr(args, "debug", False)
     try:
+        _check_tz(getattr(args, "tz", None))
         if hasattr(args, "_module"):
             return int(args._module.main(args))
         return {"analyze": cmd_analyze, "eval": cmd_eval, "explain": cmd_explain, "rules": cmd_rules}[args.command](args)
@@ -196,6 +201,14 @@ def _stdout_gone() -> int:
     return EXIT_BROKEN_PIPE
 
 
+def _check_tz(tz: str | None) -> None:
+    """--tz takes an IANA zone name or a UTC offset; a name is never opened as a path."""
+    from postmortem.parsers.clocks import zone
+
+    if tz is not None and zone(tz) is None:
+        raise UsageError(f"--tz {tz!r} is not an IANA time zone name (e.g. Europe/Berlin) or a UTC offset (+02:00)")
+
+
 def _write(target: str, text: str) -> None:
     if target == "-":
         sys.stdout.write(text)
@@ -214,14 +227,18 @@ def _knowledge_errors(rules: list[Path]) -> None:
         raise UsageError(f"bad rules file: {exc}") from exc
 
 
-def _analyze(bundle: Path, rules: list[Path], tz: str | None = None, use_gdb: bool = False):
+def _analyze(bundle: Path, rules: list[Path], tz: str | None = None, use_gdb: bool = False,
+             time_limit: float | None = None, allow_hardlinks: bool = False):
     from postmortem.bundle import BundleError
     from postmortem.run import Options, analyze
 
     _knowledge_errors(rules)
+    if time_limit is not None and time_limit <= 0:
+        raise UsageError("--time-limit must be a positive number of seconds")
     try:
         with _progress(f"analysing {bundle.name or bundle}"):
-            return analyze(bundle, Options(tz=tz, rules=tuple(rules), use_gdb=use_gdb))
+            return analyze(bundle, Options(tz=tz, rules=tuple(rules), use_gdb=use_gdb, time_limit=time_limit,
+                                           allow_hardlinks=allow_hardlinks))
     except BundleError as exc:
         raise UsageError(str(exc)) from exc
 
@@ -271,11 +288,13 @@ def cmd_analyze(args) -> int:
 
     if args.json == "-" and args.markdown == "-":
         raise UsageError("--json - and --markdown - would both go to stdout: send one of them to a file")
-    analysis = _analyze(args.bundle, args.rules, args.tz, args.gdb)
+    analysis = _analyze(args.bundle, args.rules, args.tz, args.gdb, args.time_limit, args.allow_hardlinks)
     stdout_taken = args.json == "-" or args.markdown == "-"
-    html_target = args.html or str(Path("reports") / f"{bundle_name(args.bundle.resolve())}.html")
+    from_stdin = str(args.bundle) == "-"
+    named = args.bundle if from_stdin else args.bundle.resolve()
+    html_target = args.html or str(Path("reports") / f"{bundle_name(named)}.html")
     report = html_target if html_target != "-" else None
-    options = RenderOptions(bundle_path=args.bundle, quiet=args.quiet, report=report)
+    options = RenderOptions(bundle_path=None if from_stdin else args.bundle, quiet=args.quiet, report=report)
     for name, target in (("html", report), ("json", args.json), ("markdown", args.markdown)):
         if target:
             _render_to(name, analysis, target, options)
@@ -283,6 +302,8 @@ def cmd_analyze(args) -> int:
         get("terminal").render(analysis, sys.stdout, options)
         if args.explain:
             print("\n".join(analysis.verdict.trace))
+        for note in analysis.limits:
+            print(f"note: {note}", file=sys.stderr)
     elif args.explain:
         print("\n".join(analysis.verdict.trace), file=sys.stderr)
     return EXIT_OK

@@ -239,3 +239,4 @@ class Analysis:
     verdict: Verdict
     timeline_notes: tuple[str, ...] = ()
     hosts: tuple[str, ...] = ()
+    limits: tuple[str, ...] = ()    # budgets the bundle reached (time, bytes, files), in words
