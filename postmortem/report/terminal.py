@@ -266,13 +266,17 @@ def _artifact_problems(console, a: Analysis, errors_only: bool = False) -> None:
 
 
 def _timeline_head(console, view: timeline_view.TimelineView, limit: int) -> None:
-    """The first collapsed rows that matter: the root, warnings and errors, in timeline order."""
+    """The job's rows that matter (the root, warnings and errors) around ROOT, in timeline
+    order; context outside the job (kernel history ...) folded into one line each."""
     from rich.table import Table
 
-    rows = [r for r in view.rows if r.kept_always][:limit]
+    rows, before, after = timeline_view.rows_around_root(view, limit)
+    for why, n in view.folded.items():
+        console.print(_text((f"  {terminal_text(why, 80)}: {n} event(s), folded (never root or symptom; "
+                             "see the HTML report)", "dim")))
     if not rows:
         return
-    table = Table(title="Timeline (root, warnings and errors; ≈ = inferred time)", expand=False)
+    table = Table(title="Timeline (the job: root, warnings and errors; ≈ = inferred time)", expand=False)
     where_texts = [terminal_text(r.first.ref.describe(), 60) for r in rows]
     table.add_column("when", no_wrap=True)
     table.add_column("×", justify="right", no_wrap=True)
@@ -286,10 +290,11 @@ def _timeline_head(console, view: timeline_view.TimelineView, limit: int) -> Non
         style = "bold" if row.is_root else SEVERITY_STYLE.get(row.severity.value, "")
         what = ("ROOT " if row.is_root else "") + terminal_text(row.text, 100)
         table.add_row(f"{when}\n{basis}", str(row.count), where, what, style=style)
+    if before:
+        console.print(_text((f"  … {before} earlier rows in the HTML report", "dim")))
     console.print(table)
-    hidden = sum(1 for r in view.rows if r.kept_always) - len(rows)
-    if hidden > 0:
-        console.print(_text((f"  … {hidden} more rows in the HTML report", "dim")))
+    if after > 0:
+        console.print(_text((f"  … {after} more rows in the HTML report", "dim")))
 
 
 def write(a: Analysis, out: TextIO, options) -> None:
