@@ -151,3 +151,26 @@ def test_progress_goes_to_stderr_on_a_terminal_only(tmp_path):
     assert p.returncode == 0
     assert b"analysing cores" in err
     assert "analysing" not in out
+
+
+def test_readme_command_table_names_every_flag_that_exists():
+    """The README's command table is true: every option of every command is in its row."""
+    from postmortem.cli import _parser
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme.index("make demo") < readme.index("make test") < readme.index("## Install")
+    rows = {m[1]: m[0] for m in re.finditer(r"^\| `postmortem (\w+)[^|]*(?:\\\|[^|]*)*\|.*$", readme, re.M)}
+    sub = next(a for a in _parser()._actions if a.dest == "command")
+    for name, parser in sub.choices.items():
+        assert name in rows, f"README has no row for {name}"
+        for action in parser._actions:
+            flags = [f for f in action.option_strings if f != "--help" and f != "-h"]
+            if flags:
+                assert any(f in rows[name] for f in flags), f"README's {name} row lacks {flags}"
+
+
+def test_make_demo_installs_only_the_tool():
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    demo = re.search(r"^demo: (\S+)", text, re.M)[1]
+    assert demo == "$(TOOL)" and "[test]" not in text.split("$(TOOL): ")[1].split("\n\n")[0]
+    assert "activate" in text.split("demo:")[1].split("\n\n")[0]

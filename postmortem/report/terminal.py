@@ -122,7 +122,7 @@ def _verdict_panel(console, a: Analysis) -> None:
     v = a.verdict
     color = COLORS[v.category]
     head = _text((v.category.value.upper(), f"bold {color}"), " · ", (v.title or v.cause, "bold"),
-                 f" · confidence {v.confidence:.2f}", (f"  ({v.cause})", "dim"))
+                 f" · confidence {v.confidence:.2f}")
     body = [head]
     summary = headline(a).removeprefix(v.title or "\0").removeprefix(": ")
     if summary and summary != v.title:
