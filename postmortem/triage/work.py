@@ -143,8 +143,8 @@ def crash_time(analysis) -> str | None:
 
 
 def _html(analysis) -> str:
-    from postmortem.report import html
-    return html.render(analysis)
+    from postmortem.report import render_text
+    return render_text("html", analysis)   # the renderer registry, by name
 
 
 def _gpus(analysis) -> tuple[str, ...]:
