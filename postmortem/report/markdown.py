@@ -19,7 +19,7 @@ MAX_CHARS = 4000
 
 
 def render(a: Analysis, report: str | None = None) -> str:
-    from postmortem.report.terminal import evidence_lines, failing_stack, headline
+    from postmortem.report.terminal import failing_rank, failing_stack, headline
 
     v = a.verdict
     head = [f"## postmortem: {v.category.value} / `{v.cause}` (confidence {v.confidence:.2f})"
@@ -31,8 +31,9 @@ def render(a: Analysis, report: str | None = None) -> str:
              ("crash time", markdown_text(v.root.first_at.isoformat(sep=" ", timespec="seconds"), 40)
               if v.root and v.root.first_at else "not known"),
              ("bundle", markdown_code(a.case.name, 80))]
-    if s is not None and s.rank is not None:
-        facts.insert(1, ("rank", str(s.rank)))
+    rank = failing_rank(a)
+    if rank is not None:
+        facts.insert(1, ("rank", str(rank)))
     if report:
         facts.append(("report", markdown_code(report, 120)))
     head += [" · ".join(f"**{k}** {val}" for k, val in facts), ""]

@@ -61,6 +61,19 @@ def _text(*parts: tuple[str, str] | str):
     return t
 
 
+def _bullet(console, content) -> None:
+    """`  • text` with wrapped lines indented under the text, not under the bullet."""
+    from rich.table import Table
+
+    if isinstance(content, str):
+        content = _text(content)
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row("  •", content)
+    console.print(grid)
+
+
 def _knowledge(line: str, style: str = "bold"):
     """Knowledge text with its `code` spans styled instead of showing raw backticks."""
     return _text(*[(p, style) if is_code else p for p, is_code in code_spans(line)])
@@ -78,12 +91,22 @@ def status_line(a: Analysis, report: str | None) -> str:
     """The last line, as pytest and ruff end: verdict, then where the report is."""
     v = a.verdict
     line = f"{v.category.value.upper()} {v.cause} ({v.confidence:.2f})"
-    failing = failing_stack(a)
-    if failing is not None and failing.rank is not None:
-        line += f" on rank {failing.rank}"
+    rank = failing_rank(a)
+    if rank is not None:
+        line += f" on rank {rank}"
     if report:
         line += f" · report: {report}"
     return terminal_text(line, 400)
+
+
+def failing_rank(a: Analysis) -> int | None:
+    """The failing stack's rank, else the rank of the root's first cited line."""
+    s = failing_stack(a)
+    if s is not None and s.rank is not None:
+        return s.rank
+    cited = {(r.path, r.line, r.offset) for r in (a.verdict.root.evidence if a.verdict.root else ())}
+    ranks = [e.rank for e in a.case.events if e.rank is not None and (e.ref.path, e.ref.line, e.ref.offset) in cited]
+    return ranks[0] if ranks else None
 
 
 def failing_stack(a: Analysis) -> Stack | None:
@@ -146,9 +169,11 @@ def _where(a: Analysis) -> str:
     host = (s.host if s else None) or (a.hosts[0] if len(a.hosts) == 1 else None)
     if host:
         parts.append(f"host {host}")
+    rank = failing_rank(a)
+    if rank is not None:
+        parts.append(f"rank {rank}")
     if s is not None:
-        parts += [f"{name} {value}" for name, value in (("rank", s.rank), ("pid", s.pid), ("tid", s.tid))
-                  if value is not None]
+        parts += [f"{name} {value}" for name, value in (("pid", s.pid), ("tid", s.tid)) if value is not None]
     if v.root and v.root.first_at:
         parts.append(f"at {v.root.first_at.isoformat(sep=' ', timespec='seconds')}")
     return ", ".join(parts)
@@ -178,18 +203,18 @@ def _todo(console, a: Analysis) -> None:
     if v.remediation:
         console.print(_text(("Fix", "bold")))
         for line in v.remediation[:4]:
-            console.print(_text("  • ", _knowledge(line)))
+            _bullet(console, _knowledge(line))
     if v.commands or v.steps:
         console.print(_text(("Confirm with", "bold")))
         for command in v.commands[:4]:
             # Knowledge text, but one command is one line: never wrapped by us.
             console.print(_text("  $ ", (command, "bold")), soft_wrap=True)
         for step in v.steps[:3]:
-            console.print(_text("  • ", _knowledge(step)))
+            _bullet(console, _knowledge(step))
     if v.collect:
         console.print(_text(("Collect", "bold")))
         for line in v.collect[:8]:
-            console.print(_text("  • ", terminal_text(line, 300)))
+            _bullet(console, terminal_text(line, 300))
 
 
 def evidence_lines(cited: tuple[Ref, ...], view: timeline_view.TimelineView | None = None) -> list[tuple[str, str, int]]:
@@ -236,7 +261,7 @@ def _counter(console, a: Analysis) -> None:
         return
     console.print(_text(("Counter-evidence", "bold"), "" if v.counter else ": none found"))
     for c in v.counter:
-        console.print(_text("  • ", terminal_text(c, 300)))
+        _bullet(console, terminal_text(c, 300))
 
 
 def _symptoms(console, a: Analysis) -> None:
@@ -244,7 +269,7 @@ def _symptoms(console, a: Analysis) -> None:
     if v.symptoms:
         console.print(_text(("Symptoms", "bold"), f" ({len(v.symptoms)})"))
         for f in v.symptoms[:6]:
-            console.print(_text("  • ", terminal_text(f.summary, 140)))
+            _bullet(console, terminal_text(f.summary, 140))
 
 
 def is_problem(x) -> bool:
