@@ -292,6 +292,8 @@ def cmd_analyze(args) -> int:
     stdout_taken = args.json == "-" or args.markdown == "-"
     from_stdin = str(args.bundle) == "-"
     named = args.bundle if from_stdin else args.bundle.resolve()
+    if not from_stdin and named.name == "bundle" and named.parent.name:
+        named = named.parent   # the case layout (<case>/bundle/): name the report after the case
     html_target = args.html or str(Path("reports") / f"{bundle_name(named)}.html")
     report = html_target if html_target != "-" else None
     options = RenderOptions(bundle_path=None if from_stdin else args.bundle, quiet=args.quiet, report=report)

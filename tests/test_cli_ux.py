@@ -174,3 +174,9 @@ def test_make_demo_installs_only_the_tool():
     demo = re.search(r"^demo: (\S+)", text, re.M)[1]
     assert demo == "$(TOOL)" and "[test]" not in text.split("$(TOOL): ")[1].split("\n\n")[0]
     assert "activate" in text.split("demo:")[1].split("\n\n")[0]
+
+
+def test_a_case_layout_bundle_names_its_report_after_the_case(tmp_path):
+    r = run_cli("analyze", str(OOM / "bundle"), "-q", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.rstrip().endswith("report: reports/lab-torchrun-oom-cgroup.html")
+    assert (tmp_path / "reports" / "lab-torchrun-oom-cgroup.html").is_file()
