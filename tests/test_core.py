@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import random
 import re
 import shutil
@@ -367,3 +368,53 @@ def test_many_note_segments_on_the_same_bytes_are_read_once(tmp_path):
     shifted = b"".join(note_segment((8 << 20) + 4 * i, 1 << 20) for i in range(65_534))
     core = hostile_core(tmp_path / "shifted", 65_534, shifted, size=10 << 20)
     assert any("MiB in all" in p or "notes: the rest" in p for p in read_hostile(core).problems)
+
+
+# --------------------------------------------------------------------------- compressed cores
+# segv-maperr.core.{zst,lz4,xz}: the real core stored as systemd-coredump stores cores
+# (fixtures/cores/make_compressed.sh).
+
+@pytest.mark.parametrize("suffix,module", [("zst", "zstandard"), ("lz4", "lz4"), ("xz", "lzma")])
+def test_compressed_cores_read_like_the_plain_core(suffix, module):
+    pytest.importorskip(module)
+    from postmortem.core.compressed import Decompressed, codec_of
+
+    path = CORES / f"segv-maperr.core.{suffix}"
+    codec = codec_of(path.read_bytes()[:8])
+    assert codec == {"zst": "zstd", "lz4": "lz4", "xz": "xz"}[suffix]
+    with Decompressed(lambda: open(path, "rb"), codec, path.name) as raw:
+        packed = read_core(raw, "core")
+    plain = read_core(io.BytesIO(core_bytes("segv-maperr")), "core")
+    assert not packed.truncated and packed.events and packed.stacks
+    assert (packed.events, packed.stacks, packed.facts) == (plain.events, plain.stacks, plain.facts)
+
+
+def test_analyze_reads_a_zstd_core_by_its_magic_not_its_name(tmp_path):
+    pytest.importorskip("zstandard")
+    from conftest import run_cli
+
+    (tmp_path / "core.python.1234").write_bytes((CORES / "segv-maperr.core.zst").read_bytes())
+    r = run_cli("analyze", str(tmp_path), "--json", "-", "--html", "-")
+    assert r.returncode == 0, r.stderr
+    v = json.loads(r.stdout)
+    (art,) = v["artifacts"]
+    assert art["kind"] == "core (zstd)" and art["status"] == "ok"
+    assert any(e["kind"] == "core.signal" and "SEGV_MAPERR" in e["text"] for e in v["timeline"])
+
+
+def test_a_zstd_bomb_is_bounded_by_the_budget():
+    # Deliberately hostile input generated at test time: a real core whose PT_LOAD claims
+    # 100 GB beyond it, then 64 MiB of zeros, compressed: reading stops at the budget.
+    zstandard = pytest.importorskip("zstandard")
+    from postmortem.core.compressed import Decompressed
+
+    data = bytearray(core_bytes("segv-maperr"))
+    phoff = struct.unpack_from("<Q", data, 32)[0]
+    struct.pack_into("<Q", data, phoff + 32, 100 << 30)        # first segment's p_filesz
+    bomb = zstandard.ZstdCompressor().compress(bytes(data) + bytes(64 << 20))
+    assert len(bomb) < (1 << 20)
+    with Decompressed(lambda: io.BytesIO(bomb), "zstd", "bomb", budget=16 << 20) as raw:
+        result = read_core(raw, "bomb")
+        assert raw.spent <= 16 << 20
+    assert result.truncated
+    assert any("MiB decompressed" in p for p in result.problems)
