@@ -87,13 +87,13 @@ def classify(case: Case, k: Knowledge) -> Verdict:
 
 
 def _independent_signs(findings: list[Finding]) -> list[str]:
-    """The distinct registered signs the findings rest on; a finding that only repeats
-    another's lines adds none."""
+    """The distinct registered signs the findings rest on; a finding that cites exactly the
+    lines another one cites (two readings of the same lines) adds none."""
     out: list[str] = []
     seen_lines: list[set] = []
     for f in sorted(findings, key=lambda f: -f.confidence):
         lines = {(r.path, r.line) for r in f.evidence}
-        if lines and any(lines <= s for s in seen_lines):
+        if lines and any(lines == s for s in seen_lines):
             continue
         seen_lines.append(lines)
         out.extend(s for s in (f.signs or (f.signal or f.discriminator or f.rule,)) if s not in out)
@@ -158,7 +158,7 @@ def _verdict(case: Case, k: Knowledge, root_cause: str, root_findings: list[Find
         category=Category(cause.category), cause=root_cause, confidence=_confidence(root_cause, contenders, k),
         summary=f"{cause.title}: {root.summary}", explanation=cause.explanation, root=root, symptoms=symptoms,
         alternatives=alternatives, remediation=advice + tuple(r for r in cause.remediation if r not in advice),
-        next_steps=cause.next_steps, commands=cause.commands, steps=cause.steps, counter=counter,
+        next_steps=cause.next_steps, commands=cause.commands, steps=cause.steps, title=cause.title, counter=counter,
         signature=signature_of(root_cause, cause.category, root, case), trace=tuple(trace))
 
 
@@ -266,4 +266,4 @@ def _unknown(case: Case, k: Knowledge, findings: list[Finding], scores: dict[str
         category=Category.UNKNOWN, cause="unknown", confidence=0.0, summary=summary, explanation=u.explanation,
         root=None, symptoms=symptoms, alternatives=alternatives, remediation=u.remediation,
         next_steps=u.next_steps, counter=(), signature=signature_of("unknown", "unknown", None, case),
-        trace=tuple(trace), collect=tuple(collect), commands=u.commands, steps=u.steps)
+        trace=tuple(trace), collect=tuple(collect), commands=u.commands, steps=u.steps, title=u.title)
