@@ -460,6 +460,8 @@ class _SafeTarInfo(tarfile.TarInfo):
             raise tarfile.ReadError("GNU sparse member described by pax headers; not supported")
         if self.type in (tarfile.XHDTYPE, tarfile.SOLARIS_XHDTYPE):
             next._apply_pax_info(pax_headers, tf.encoding, tf.errors)
+            if not isinstance(next.size, int) or next.size < 0:
+                raise tarfile.ReadError(f"pax header gives a negative or odd size ({next.size!r})")
             next.offset = self.offset
             if "size" in pax_headers:
                 offset = next.offset_data
