@@ -119,3 +119,30 @@ def test_fuzzed_archives_never_raise(tmp_path_factory, kind, edits, cut, splice)
         assert str(exc)
         return
     assert a.verdict.category.value in ("config", "comms", "hardware", "unknown")
+
+
+def test_fuzz_crashers_zip_headers(tmp_path):
+    """Crashers found by bench/fuzz_archives.py (seed 1): a local header whose name differs
+    from the central directory's, an impossible date, an unknown compression method."""
+    import zipfile
+
+    from postmortem.run import Options
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("dmesg.txt", (ROOT / "fixtures/corpus/xid79-fell-off-bus-01/bundle/dmesg.txt").read_bytes())
+        zf.writestr("b.log", b"hello\n")
+    good = buf.getvalue()
+    local_name = good.index(b"dmesg.txt")
+    central = good.rindex(b"PK\x01\x02", 0, good.rindex(b"b.log"))
+    cases = {
+        "name.zip": good[:local_name] + b"dmXsg.txt" + good[local_name + 9:],
+        "date.zip": good[:central + 12] + b"\xff\xff" + good[central + 14:],        # central mod time
+        "method.zip": good[:central + 10] + b"\x63\x00" + good[central + 12:],      # compression 99
+    }
+    for name, data in cases.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        a = analyze(p, Options())
+        assert a.verdict.category.value in ("config", "comms", "hardware", "unknown"), name
+        assert any(x.status.value == "error" for x in a.case.artifacts) or name == "date.zip", name
