@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from postmortem import bundle, knowledge, timeline
+from postmortem import bundle, knowledge, scan, timeline
 from postmortem.classify import classify
 from postmortem.model import Analysis, Artifact, ArtifactStatus, Case, Event, Fact, Stack
 from postmortem.parsers import parse_text
@@ -93,7 +93,10 @@ def _read_content(entry, stream, kind: str, got: _Collected, options: Options, b
                   compressed: bool) -> Artifact:
     label = f"{kind} (gzip)" if compressed else kind
     if kind == "text":
-        result = parse_text(entry.path, bundle.iter_lines(stream), host=entry.host, k=k, counter=got.counter)
+        if entry.size is not None and entry.size >= scan.SCAN_MIN_BYTES:  # big: the scanning stage
+            result = scan.scan_text(entry.path, stream, host=entry.host, k=k, counter=got.counter)
+        else:
+            result = parse_text(entry.path, bundle.iter_lines(stream), host=entry.host, k=k, counter=got.counter)
         got.events.extend(result.sink.events)
         got.stacks.extend(result.sink.stacks)
         got.facts.extend(result.sink.facts)

@@ -53,3 +53,9 @@ class MessageMatcher:
                 matched = True
                 causal_done = causal_done or not is_context
         return matched
+
+    def matches(self, text: str) -> bool:
+        """Would `feed` record anything for a line with this text?  (No side effects.)"""
+        if not self.prefilter.search(text):
+            return False
+        return any(m.regex.search(text) for m in self.patterns if any(kw in text for kw in m.keywords))
