@@ -111,35 +111,45 @@ def build_oneline(into: Path) -> int:
     return len(text)
 
 
-def run(cmd: list[str], cwd: Path) -> tuple[float, float, bytes]:
-    """(seconds, peak RSS MiB, stdout) of one child process."""
+def run(cmd: list[str], cwd: Path) -> tuple[float, float, float, bytes]:
+    """(wall seconds, CPU seconds, peak RSS MiB, output) of one child process.  GNU time
+    measures the child: os.wait4's ru_maxrss can carry the parent's high-water mark
+    into a child started with vfork."""
+    stats = cwd / ".time"
+    timed = ["/usr/bin/time", "-o", str(stats), "-f", "%U %S %M"] + cmd if Path("/usr/bin/time").exists() else cmd
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(timed, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     out = proc.stdout.read()  # type: ignore[union-attr]
     _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return time.perf_counter() - t0, usage.ru_maxrss / 1024, out
+    wall = time.perf_counter() - t0
+    if timed is cmd:
+        return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out
+    user, system, rss_kb = stats.read_text().split()[-3:]
+    return wall, float(user) + float(system), int(rss_kb) / 1024, out
 
 
-def median_run(cmd: list[str], cwd: Path, repeat: int) -> tuple[float, float, bytes]:
+def median_run(cmd: list[str], cwd: Path, repeat: int) -> tuple[float, float, float, bytes]:
     runs = [run(cmd, cwd) for _ in range(repeat)]
-    return statistics.median(r[0] for r in runs), max(r[1] for r in runs), runs[-1][2]
+    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs),
+            max(r[2] for r in runs), runs[-1][3])
 
 
 def analyze_vs_grep(name: str, bundle: Path, size: int, repeat: int, tmp: Path) -> dict:
     out_json = tmp / f"{name}.json"
     pm_cmd = PM + ["analyze", str(bundle), "--html", "-", "--json", str(out_json), "-q"]
     grep_cmd = ["grep", "-rcE", GREP_TOKENS, str(bundle)]
-    t_grep, _, _ = median_run(grep_cmd, tmp, repeat)
-    t_pm, rss, out = median_run(pm_cmd, tmp, repeat)
+    t_grep, c_grep, _, _ = median_run(grep_cmd, tmp, repeat)
+    t_pm, c_pm, rss, out = median_run(pm_cmd, tmp, repeat)
     verdict = json.loads(out_json.read_text()) if out_json.exists() else {}
     v = verdict.get("verdict", {})
     cited = [f"{r.get('artifact')}:{r.get('line')}" for r in v.get("evidence", [])[:1]]
     row = {"bundle": name, "MB": size / 1e6, "pm_s": t_pm, "grep_s": t_grep, "ratio": t_pm / t_grep,
+           "pm_cpu": c_pm, "grep_cpu": c_grep, "cpu_ratio": c_pm / max(c_grep, 0.01),
            "rss_MiB": rss, "MB_s": size / 1e6 / t_pm, "category": v.get("category"), "cause": v.get("cause"),
            "cited": cited[0] if cited else "", "json_MB": out_json.stat().st_size / 1e6 if out_json.exists() else 0}
     print(f"{name:9} {row['MB']:8.1f} MB  postmortem {t_pm:7.2f} s ({row['MB_s']:6.1f} MB/s)  "
-          f"grep {t_grep:6.3f} s  ratio {row['ratio']:7.1f}x  peak RSS {rss:6.0f} MiB  "
+          f"grep {t_grep:6.3f} s  ratio {row['ratio']:7.1f}x  (CPU {c_pm:6.2f} s vs {c_grep:5.2f} s: "
+          f"{row['cpu_ratio']:6.1f}x)  peak RSS {rss:6.0f} MiB  "
           f"json {row['json_MB']:.1f} MB  verdict {row['category']}/{row['cause']}  {row['cited']}", flush=True)
     if not out_json.exists():
         print(out.decode(errors="replace")[-2000:])
@@ -147,13 +157,13 @@ def analyze_vs_grep(name: str, bundle: Path, size: int, repeat: int, tmp: Path) 
 
 
 def startup(repeat: int, tmp: Path) -> None:
-    t_pass, rss_pass, _ = median_run([sys.executable, "-c", "pass"], tmp, max(repeat, 5))
-    t_help, rss_help, _ = median_run(PM + ["--help"], tmp, max(repeat, 5))
+    t_pass, _, rss_pass, _ = median_run([sys.executable, "-c", "pass"], tmp, max(repeat, 5))
+    t_help, _, rss_help, _ = median_run(PM + ["--help"], tmp, max(repeat, 5))
     print(f"startup   python -c pass {t_pass:.3f} s ({rss_pass:.0f} MiB)  postmortem --help {t_help:.3f} s "
           f"({rss_help:.0f} MiB)  ratio {t_help / t_pass:.1f}x", flush=True)
     bundle = tmp / "oneline"
     build_oneline(bundle)
-    t_one, rss_one, _ = median_run(PM + ["analyze", str(bundle), "--html", "-", "--json", str(tmp / "one.json"), "-q"],
+    t_one, _, rss_one, _ = median_run(PM + ["analyze", str(bundle), "--html", "-", "--json", str(tmp / "one.json"), "-q"],
                                    tmp, max(repeat, 5))
     print(f"oneline   analyze of a one-line bundle {t_one:.3f} s ({rss_one:.0f} MiB)  ratio to python -c pass "
           f"{t_one / t_pass:.1f}x", flush=True)
@@ -163,7 +173,8 @@ def scaling(repeat: int, tmp: Path, top: int) -> None:
     """64 -> `top` ranks, 300 lines each, so the table shows growth in ranks, not in bytes."""
     global BAD_RANK
     print(f"scaling (ranks x 300 lines, one IB WARN on rank {BAD_RANK % 64}):")
-    print(f"{'ranks':>6} {'MB':>7} {'seconds':>8} {'s/rank ms':>9} {'RSS MiB':>8} {'grep ratio':>10}")
+    print(f"{'ranks':>6} {'MB':>7} {'wall s':>8} {'CPU s':>8} {'CPU ms/rank':>9} {'RSS MiB':>8} "
+          f"{'grep ratio':>10} {'CPU ratio':>9}")
     saved, BAD_RANK = BAD_RANK, BAD_RANK % 64
     try:
         ranks = 64
@@ -171,10 +182,10 @@ def scaling(repeat: int, tmp: Path, top: int) -> None:
             bundle = tmp / f"scale{ranks}"
             size = build_ranks(bundle, ranks, 300)
             cmd = PM + ["analyze", str(bundle), "--html", "-", "--json", str(tmp / "scale.json"), "-q"]
-            t_grep, _, _ = median_run(["grep", "-rcE", GREP_TOKENS, str(bundle)], tmp, repeat)
-            t, rss, _ = median_run(cmd, tmp, repeat)
-            print(f"{ranks:6d} {size / 1e6:7.1f} {t:8.2f} {1000 * t / ranks:9.2f} {rss:8.0f} {t / t_grep:10.1f}",
-                  flush=True)
+            t_grep, c_grep, _, _ = median_run(["grep", "-rcE", GREP_TOKENS, str(bundle)], tmp, repeat)
+            t, c, rss, _ = median_run(cmd, tmp, repeat)
+            print(f"{ranks:6d} {size / 1e6:7.1f} {t:8.2f} {c:8.2f} {1000 * c / ranks:9.2f} {rss:8.0f} "
+                  f"{t / t_grep:10.1f} {c / max(c_grep, 0.01):9.1f}", flush=True)
             subprocess.run(["rm", "-rf", str(bundle)])
             ranks *= 2
     finally:

@@ -24,6 +24,7 @@ UTF-8 replacement as bundle.iter_lines.
 """
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from typing import BinaryIO, Iterator
@@ -32,7 +33,7 @@ from postmortem import bundle, knowledge
 from postmortem.parsers import PARSERS, TextResult, _offer, _safely, _wants
 from postmortem.parsers.base import Line, Sink
 from postmortem.parsers.messages import MessageMatcher
-from postmortem.parsers.nccl import _ABORT, _GRAMMAR_WORTHY, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain
+from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain
 from postmortem.parsers.wrappers import clean, strip
 
 # Artifacts at least this big go through the scanning stage; smaller ones line by line.
@@ -40,11 +41,18 @@ SCAN_MIN_BYTES = 64 << 10
 BLOCK_BYTES = 16 << 20    # bytes decoded at once (newline-aligned); bounds memory per file
 _KINDS_CAP = 1 << 18      # distinct lines whose class is remembered across blocks
 
-INERT, ROUTINE, ONE_BY_ONE = 0, 1, 2
+INERT, ROUTINE, CONTEXT, ONE_BY_ONE = 0, 1, 2, 3
 
 # NCCL 2.26+ prefixes every line with `[%F %T] ` (optionally with a fraction): repeats of
 # one line differ only there.  Digits and punctuation only, so no parser keys on it.
 _LEADING_STAMP = re.compile(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\] ", re.M)
+
+
+def _index(items: list[str], item: str, start: int) -> int | None:
+    try:
+        return items.index(item, start)
+    except ValueError:
+        return None
 
 
 def blocks(stream: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[bytes]:
@@ -93,11 +101,12 @@ class _Reader:
         self.used: set[str] = set()
         self.in_block: list = []
         self.n = self.unclaimed = 0
-        self.kinds: dict[str, int] = {}
+        self.kinds: dict[str, tuple[int, tuple | None]] = {}
+        self.targets: dict[str, dict] = {}  # routine line -> what its repeats add to
 
     # -- line by line, exactly as parsers.parse_text ---------------------------------------
 
-    def one(self, raw: str, no: int) -> None:
+    def one(self, raw: str, no: int):
         text, rank, wrapped_host, stamp = strip(raw)
         line = Line(self.path, no, text, raw, wrapped_host or self.host, rank, stamp)
         claimed_by = _offer(self.parsers, self.in_block, line, self.sink)
@@ -107,55 +116,44 @@ class _Reader:
             self.unclaimed += 1
         if self.matcher.feed(line):
             self.used.add(self.matcher.name)
+        return claimed_by
 
     # -- distinct lines ---------------------------------------------------------------------
 
-    def kind(self, raw: str) -> int:
+    def kind(self, raw: str) -> tuple[int, tuple | None]:
+        """The class of a distinct line, and for a routine NCCL line its thread (host, pid, tid)."""
         text, rank, wrapped_host, stamp = strip(raw)
         if text != raw or rank is not None or wrapped_host or stamp is not None:
-            return ONE_BY_ONE
-        if self.matcher.matches(text):
-            return ONE_BY_ONE
+            return ONE_BY_ONE, None
+        said = self.matcher.matches(text)
+        if said == 2:
+            return ONE_BY_ONE, None
         line = Line(self.path, 0, text, raw, self.host)
         wanted = [p for p in self.parsers if _wants(self.sink, p, line)]
         if not wanted:
-            return INERT
+            return (CONTEXT, None) if said else (INERT, None)
         if wanted != [self.nccl]:
-            return ONE_BY_ONE
+            return ONE_BY_ONE, None
         head, mark, msg = text.partition(_INFO_MARK)
-        if not mark or _INFO_PREFIX.fullmatch(head) is None:
-            return ONE_BY_ONE
-        if fast_chain(msg) is not None or _GRAMMAR_WORTHY.match(msg) or _ABORT.search(msg):
-            return ONE_BY_ONE
-        return ROUTINE
-
-    def counted(self, lines: list[str], keys: list[str], a: int, b: int, base: int) -> None:
-        """Lines a..b-1 of the block, none of them read one by one and no block open."""
-        if a >= b:
-            return
-        run = keys[a:b]
-        counts = Counter(run)
-        first = dict(zip(reversed(run), range(b - 1, a - 1, -1)))
-        order = sorted(first.values()) if len(first) > 1 else list(first.values())
-        for i in order:
-            key = keys[i]
-            if self.kinds.get(key) != ROUTINE:
-                continue
-            line = Line(self.path, base + i + 1, lines[i], lines[i], self.host)
-            try:
-                if self.nccl.feed_repeated(line, counts[key]):
-                    self.used.add(self.nccl.name)
-                else:
-                    self.unclaimed += counts[key]
-            except Exception as exc:  # noqa: BLE001 - a parser bug costs one line and a note
-                self.sink.problems.append(f"nccl parser failed at {self.path}:{line.no}: {type(exc).__name__}: {exc}")
+        m = _INFO_PREFIX.fullmatch(head) if mark else None
+        if m is None or fast_chain(msg) is not None or _ABORT.search(msg):
+            return ONE_BY_ONE, None
+        return ROUTINE, (m["host"], m["pid"], m["tid"])
 
     def block(self, data: bytes) -> None:
+        """One newline-aligned piece of the artifact.
+
+        Read one by one: lines of other classes than inert and routine, every line while
+        a parser is inside a block or while the NCCL parser waits for the next line of a
+        thread (an error chain, a WARN), and the first line of each routine class (its
+        event).  Skipped: inert lines, and repeats of routine lines, which are counted
+        (Counter) and added to their event at the end of the piece."""
         text = data.decode("utf-8", "replace")
         lines = split_lines(text)
+        del text
         if _LEADING_STAMP.search(data) is not None:
             keys = split_lines(_LEADING_STAMP.sub(b"", data).decode("utf-8", "replace"))
-            if len(keys) != len(lines):  # a stamp-like run across a stray CR: do not strip
+            if len(keys) != len(lines):  # cannot happen with the anchored pattern; be safe
                 keys = lines
         else:
             keys = lines
@@ -163,32 +161,71 @@ class _Reader:
         self.n += total
         if len(self.kinds) > _KINDS_CAP:
             self.kinds.clear()
-        kinds = self.kinds
+            self.targets.clear()
+        kinds, targets = self.kinds, self.targets
         first = dict(zip(reversed(keys), range(total - 1, -1, -1)))
-        one_by_one = set()
+        todo: list[int] = []  # positions to read one by one while no parser waits
+        routine_here = []
         for key, i in first.items():
-            kind = kinds.get(key)
-            if kind is None:
-                kind = kinds[key] = self.kind(lines[i])
-            if kind == ONE_BY_ONE:
-                one_by_one.add(key)
-        # Stamps differ between repeats: the class of a line must not depend on its stamp.
-        at = [i for i, key in enumerate(keys) if key in one_by_one] if one_by_one else []
-        i = 0
-        while i < total and self.in_block:  # a block left open by the previous piece
-            self.one(lines[i], base + i + 1)
-            i += 1
-        for p in at:
-            if p < i:
-                continue
-            self.counted(lines, keys, i, p, base)
-            i = p
-            self.one(lines[i], base + i + 1)
-            i += 1
-            while i < total and self.in_block:
+            got = kinds.get(key)
+            if got is None:
+                got = kinds[key] = self.kind(lines[i])
+            if got[0] == ONE_BY_ONE:
+                todo.append(-1 - i)  # marks the key's class: all its positions are wanted
+            elif got[0] != INERT:
+                routine_here.append(key)
+                if key not in targets:
+                    todo.append(i)
+        if any(i < 0 for i in todo):
+            wanted = {keys[-1 - i] for i in todo if i < 0}
+            todo = sorted([i for i in todo if i >= 0] + [i for i, key in enumerate(keys) if key in wanted])
+        else:
+            todo.sort()
+        processed: dict[str, int] = {}
+        nccl, matcher = self.nccl, self.matcher
+        i = t = 0
+        n_todo = len(todo)
+        while i < total:
+            if not (self.in_block or nccl._chains or nccl._last_warn):
+                while t < n_todo and todo[t] < i:
+                    t += 1
+                if t == n_todo:
+                    break
+                i = todo[t]
+            key = keys[i]
+            kind, thread = kinds[key]
+            if kind == ROUTINE or kind == CONTEXT:
+                if key in targets and not self.in_block and thread not in nccl._chains \
+                        and thread not in nccl._last_warn:
+                    i += 1
+                    continue  # a repeat: counted below
+                processed[key] = processed.get(key, 0) + 1
+                nccl.repeat_target = None
+                matcher.repeat_targets = []
+                claimed = self.one(lines[i], base + i + 1)
+                if key in targets:
+                    pass
+                elif kind == CONTEXT or claimed is nccl:
+                    found = [(data, "lines") for data in matcher.repeat_targets]
+                    if kind == ROUTINE and nccl.repeat_target is not None:
+                        data = nccl.repeat_target
+                        found.append((data, "count" if "count" in data else "channel_lines"))
+                    targets[key] = found
+                else:  # a busy parser took it: the next one makes the event
+                    nxt = _index(keys, key, i + 1)
+                    if nxt is not None:
+                        bisect.insort(todo, nxt)
+                        n_todo += 1
+            elif kind == ONE_BY_ONE or self.in_block:
                 self.one(lines[i], base + i + 1)
-                i += 1
-        self.counted(lines, keys, i, total, base)
+            i += 1
+        if routine_here:
+            counts = Counter(keys)
+            for key in routine_here:
+                extra = counts[key] - processed.get(key, 0)
+                if extra:
+                    for target, field in targets[key]:
+                        target[field] += extra
 
     def finish(self) -> TextResult:
         for p in self.parsers:

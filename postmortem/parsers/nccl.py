@@ -325,11 +325,15 @@ class NcclParser(LineParser):
         self._chains: dict[tuple, _Chain] = {}
         self._last_warn: dict[tuple, dict] = {}  # per thread: the WARN when it is the thread's latest line
         self._connections: dict[tuple, dict] = {}  # connection -> data of its nccl.transport event
-        self._repeat_target: dict | None = None  # what a repeat of the line just fed adds to
+        self._said: dict[tuple, dict] = {}  # distinct Init/network/version line -> its event's data
+        # What a repeat of the line just fed would only add to (its event's data), if that is
+        # all a repeat does; None otherwise.  Read by postmortem/scan.py.
+        self.repeat_target: dict | None = None
         self._rings: set[tuple] = set()
         self._plain: dict[str, dict] = {}  # message shape -> data of its first nccl.info event
 
     def feed(self, line: Line) -> bool:
+        self.repeat_target = None
         head, mark, msg = line.text.partition(_INFO_MARK)
         m = _INFO_PREFIX.fullmatch(head) if mark else None
         if m is not None:  # fast path: `host:pid:tid [dev] NCCL INFO msg`
@@ -361,7 +365,9 @@ class NcclParser(LineParser):
                 return True
         self._end_chain(key)
         self._last_warn.pop(key, None)
-        if level == "INFO":
+        if level == "INFO" and _GRAMMAR_WORTHY.match(msg):
+            self._said_once(line, (host, m["pid"], m["tid"], m["dev"], msg), msg, where, dev)
+        elif level == "INFO":
             self._info(line, msg, where, dev)
         elif level == "TRACE" or level == "CALL":
             ms = float(m["ms"]) if m["ms"] else None
@@ -380,17 +386,6 @@ class NcclParser(LineParser):
         for key in list(self._chains):
             self._end_chain(key)
 
-    def feed_repeated(self, line: Line, count: int) -> bool:
-        """`line` and `count - 1` identical lines after it (postmortem/scan.py hands over
-        each distinct routine INFO line once).  Only for lines whose repeats change no
-        more than a count: plain INFO lines and channel lines."""
-        self._repeat_target = None
-        claimed = self.feed(line)
-        target, self._repeat_target = self._repeat_target, None
-        if count > 1 and target is not None:
-            target["count" if "count" in target else "channel_lines"] += count - 1
-        return claimed
-
     def _repeat_of_channel(self, key: tuple, m: re.Match, host: str | None, msg: str) -> bool:
         """Another channel line of a connection already seen: one more in its counts,
         without building the event's fields (most lines of a big INFO bundle)."""
@@ -406,6 +401,7 @@ class NcclParser(LineParser):
         self._end_chain(key)
         self._last_warn.pop(key, None)
         self._add_channel(seen, channel["channel"])
+        self.repeat_target = seen
         return True
 
     @staticmethod
@@ -451,6 +447,23 @@ class NcclParser(LineParser):
         else:
             self._plain_info(line, msg, where, dev)
 
+    def _said_once(self, line: Line, said: tuple, msg: str, where: dict, dev: int | None) -> None:
+        """Init, network and version lines: one event per distinct line of a thread; the
+        same thread printing the very same line again adds to the event's `count`."""
+        seen = self._said.get(said)
+        if seen is not None:
+            seen["count"] += 1
+            self.repeat_target = seen
+            return
+        before = len(self.sink.events)
+        self._info(line, msg, where, dev)
+        made = self.sink.events[before:]
+        if len(made) == 1 and made[0].kind in ("nccl.init", "nccl.network", "nccl.version"):
+            data = made[0].data
+            data["count"] = 1  # type: ignore[index]
+            self._said[said] = data  # type: ignore[assignment]
+            self.repeat_target = data  # type: ignore[assignment]
+
     def _repeat_of_plain_info(self, key: tuple, m: re.Match, msg: str) -> bool:
         """The hot path of a big INFO bundle: another rank repeating an unstructured INFO
         line already seen.  Counted without building anything (see _plain_info)."""
@@ -462,7 +475,7 @@ class NcclParser(LineParser):
         self._end_chain(key)
         self._last_warn.pop(key, None)
         seen["count"] += 1
-        self._repeat_target = seen
+        self.repeat_target = seen
         if m["pid"] and len(seen["pids"]) < _MAX_LISTED:
             pid = int(m["pid"])
             if pid not in seen["pids"]:
@@ -478,14 +491,14 @@ class NcclParser(LineParser):
         seen = self._plain.get(shape)
         if seen is not None:
             seen["count"] += 1
-            self._repeat_target = seen
+            self.repeat_target = seen
             if where["pid"] is not None and len(seen["pids"]) < _MAX_LISTED and where["pid"] not in seen["pids"]:
                 seen["pids"].append(where["pid"])
             return
         ev = self.sink.event(line, "nccl.info", Severity.INFO, **where, msg=msg, dev=dev, count=1,
                              pids=[where["pid"]] if where["pid"] is not None else [])
         self._plain[shape] = ev.data  # type: ignore[assignment]
-        self._repeat_target = ev.data
+        self.repeat_target = ev.data
 
     def _transport(self, line: Line, channel: dict, where: dict, dev: int | None) -> None:
         """One event per distinct connection of a process; its `channels` list grows.
@@ -504,7 +517,7 @@ class NcclParser(LineParser):
             seen = ev.data
         else:
             self._add_channel(seen, channel["channel"])
-        self._repeat_target = seen
+        self.repeat_target = seen
 
     def _ring(self, line: Line, ring: dict, where: dict, dev: int | None, msg: str) -> None:
         """Ring topology (rank 0 prints one line per channel): keep the first of each process."""
