@@ -21,8 +21,11 @@ class Ref:
     line: int | None = None
     offset: int | None = None
     text: str = ""  # the cited line as read (launcher wrapper included), for the report
+    record: str = ""  # a record inside a structured file (a Flight Recorder dump's `entries[12]`)
 
     def describe(self) -> str:
+        if self.record:
+            return f"{self.path}#{self.record}"
         if self.line is not None:
             return f"{self.path}:{self.line}"
         if self.offset is not None:
@@ -192,6 +195,9 @@ class Finding:
     last_at: datetime | None = None
     discriminator: str = ""         # for signatures: Xid code, signal, NCCL error ...
     role: str = "root"              # root (can be the first failure) | symptom (a consequence)
+    strength: str = ""              # strong (one is enough to claim) | weak (needs a second sign), from the registry
+    signal: str = ""                # the registered signal id behind it (knowledge/signals.toml, msg.<id>)
+    signs: tuple[str, ...] = ()     # independent registered signs a rule combined into this one finding
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,3 +239,4 @@ class Analysis:
     verdict: Verdict
     timeline_notes: tuple[str, ...] = ()
     hosts: tuple[str, ...] = ()
+    limits: tuple[str, ...] = ()    # budgets the bundle reached (time, bytes, files), in words

@@ -27,9 +27,10 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter
-from typing import BinaryIO, Iterator
+from typing import Iterable, Iterator
 
 from postmortem import bundle, knowledge
+from postmortem.budget import Meter
 from postmortem.parsers import PARSERS, TextResult, _offer, _safely, _wants
 from postmortem.parsers.base import Line, Sink
 from postmortem.parsers.messages import MessageMatcher
@@ -55,37 +56,42 @@ def _index(items: list[str], item: str, start: int) -> int | None:
         return None
 
 
-def blocks(stream: BinaryIO, size: int = BLOCK_BYTES) -> Iterator[bytes]:
-    """The stream in pieces of about `size` bytes, each ending after a newline (or at EOF)."""
-    rest = b""
-    while True:
-        data = stream.read(size)
-        if not data:
-            if rest:
-                yield rest
-            return
-        data = rest + data
+def blocks(chunks: Iterable[bytes], size: int = BLOCK_BYTES) -> Iterator[bytes]:
+    """The chunks joined into pieces of about `size` bytes, each ending after a newline (or at EOF)."""
+    parts: list[bytes] = []
+    have = 0
+    for chunk in chunks:
+        parts.append(chunk)
+        have += len(chunk)
+        if have < size:
+            continue
+        data = b"".join(parts)
         cut = data.rfind(b"\n")
         if cut < 0:
-            rest = data
+            parts, have = [data], len(data)
             continue
         rest = data[cut + 1:]
+        parts, have = ([rest] if rest else []), len(rest)
         yield data[: cut + 1]
+    if parts:
+        yield b"".join(parts)
 
 
-def split_lines(text: str) -> list[str]:
-    """What bundle.iter_lines yields for `text`, each line cleaned (no newline, no NUL)."""
-    if "\r" in text:  # universal newlines, as io.TextIOWrapper(newline=None)
+def split_lines(text: str, cap: int = bundle.MAX_LINE_CHARS) -> tuple[list[str], int]:
+    """What bundle.Lines yields for `text`, each line cleaned (no newline, no NUL), and
+    how many lines were cut at `cap` characters."""
+    if "\r" in text:  # universal newlines, as bundle.Lines
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\x00" in text:
         text = text.replace("\x00", "")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    cap = bundle.MAX_LINE_CHARS
-    if lines and max(map(len, lines)) >= cap:
+    cut = 0
+    if lines and max(map(len, lines)) > cap:
+        cut = sum(1 for line in lines if len(line) > cap)
         lines = [line[:cap] for line in lines]
-    return lines
+    return lines, cut
 
 
 class _Reader:
@@ -101,6 +107,7 @@ class _Reader:
         self.used: set[str] = set()
         self.in_block: list = []
         self.n = self.unclaimed = 0
+        self.cap = bundle.MAX_LINE_CHARS
         self.kinds: dict[str, tuple[int, tuple | None]] = {}
         self.targets: dict[str, dict] = {}  # routine line -> what its repeats add to
 
@@ -140,7 +147,7 @@ class _Reader:
             return ONE_BY_ONE, None
         return ROUTINE, (m["host"], m["pid"], m["tid"])
 
-    def block(self, data: bytes) -> None:
+    def block(self, data: bytes) -> int:
         """One newline-aligned piece of the artifact.
 
         Read one by one: lines of other classes than inert and routine, every line while
@@ -148,11 +155,9 @@ class _Reader:
         thread (an error chain, a WARN), and the first line of each routine class (its
         event).  Skipped: inert lines, and repeats of routine lines, which are counted
         (Counter) and added to their event at the end of the piece."""
-        text = data.decode("utf-8", "replace")
-        lines = split_lines(text)
-        del text
+        lines, cut = split_lines(data.decode("utf-8", "replace"), self.cap)
         if _LEADING_STAMP.search(data) is not None:
-            keys = split_lines(_LEADING_STAMP.sub(b"", data).decode("utf-8", "replace"))
+            keys, _ = split_lines(_LEADING_STAMP.sub(b"", data).decode("utf-8", "replace"), self.cap)
             if len(keys) != len(lines):  # cannot happen with the anchored pattern; be safe
                 keys = lines
         else:
@@ -226,17 +231,34 @@ class _Reader:
                 if extra:
                     for target, field in targets[key]:
                         target[field] += extra
+        return cut
 
-    def finish(self) -> TextResult:
+    def finish(self, stopped: str = "") -> TextResult:
         for p in self.parsers:
             _safely(self.sink, p, p.finish)
-        return TextResult(self.sink, self.n, self.unclaimed, tuple(sorted(self.used)))
+        return TextResult(self.sink, self.n, self.unclaimed, tuple(sorted(self.used)), 0, stopped)
 
 
-def scan_text(path: str, stream: BinaryIO, host: str | None = None, k: knowledge.Knowledge | None = None,
-              counter: Iterator[int] | None = None, block_bytes: int = BLOCK_BYTES) -> TextResult:
-    """Read one text artifact through the scanning stage; same result as parse_text."""
+def applies(entry: bundle.Entry, compressed: bool, encoding: str | None) -> bool:
+    """Big plain UTF-8 files go through the scanning stage; the rest is read line by line."""
+    return not compressed and not encoding and entry.size is not None and entry.size >= SCAN_MIN_BYTES
+
+
+def scan_text(path: str, lines: bundle.Lines, host: str | None = None, k: knowledge.Knowledge | None = None,
+              counter: Iterator[int] | None = None, meter: Meter | None = None,
+              block_bytes: int = BLOCK_BYTES) -> TextResult:
+    """Read one text artifact through the scanning stage; the same result as parse_text.
+    `lines` supplies the bytes (bundle.Lines keeps the bundle's byte and time budget and
+    notes a stream that breaks off) and receives the count of cut lines."""
     reader = _Reader(path, host, k, counter)
-    for data in blocks(stream, block_bytes):
-        reader.block(data)
-    return reader.finish()
+    reader.cap = lines.cap
+    stopped = ""
+    for data in blocks(lines._chunks(), block_bytes):  # noqa: SLF001 - the budgeted byte source
+        if meter is not None:
+            if meter.events + len(reader.sink.events) > meter.budget.events:
+                meter.stop(f"event budget of {meter.budget.events} events reached")
+            if meter.out_of_time():
+                stopped = f"stopped at line {reader.n}: {meter.stopped}"
+                break
+        lines.cut_lines += reader.block(data)
+    return reader.finish(stopped)

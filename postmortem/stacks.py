@@ -22,13 +22,14 @@ from importlib import resources
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Iterable
 
+from postmortem.knowledge.registry import deaths, produced_by
 from postmortem.model import Event, Frame, Stack
 
 FRAME_LISTS = ("irrelevant", "prefix", "sentinel", "idle")
 MAX_FRAMES = 5          # prefix frames kept before the walk gives up
 NATIVE_ORIGINS = ("core", "gdb", "ucx", "c10", "backtrace_symbols", "eu-stack", "lldb")
-SIGNAL_KINDS = ("core.signal", "gdb.signal", "native.signal", "py.fatal_signal", "kernel.segfault",
-                "launcher.child_failed", "launcher.exit")
+# Events that say a process died of a signal or exit code (signals.toml `death`), however read.
+SIGNAL_KINDS = deaths("fatal_signal") | (deaths("exit") & produced_by("parser:launcher"))
 
 # Run-specific text that must not reach a signature: (pattern, replacement), applied in order.
 SCRUB = (
@@ -270,3 +271,79 @@ def signal_name(events: Iterable[Event]) -> str | None:
             if isinstance(value, str) and value.startswith("SIG") and value[3:].isalpha():
                 return value
     return None
+
+
+# ------------------------------------------------------------------- all-rank grouping
+
+_RANK_IN_PATH = re.compile(r"rank[_-]?(\d+)", re.I)
+_TORCHRUN_LOG = re.compile(r"attempt_\d+/(\d+)/(?:stderr|stdout|error)")
+HANG_ORIGINS = ("py-spy", "faulthandler", "gdb")
+
+
+@dataclass(frozen=True, slots=True)
+class StackGroup:
+    """Ranks whose main threads stand in the same place (frames compared after normalizing)."""
+
+    frames: tuple[str, ...]       # normalized, innermost first
+    ranks: tuple[int, ...]
+    stacks: tuple[Stack, ...]     # one per rank, in rank order
+    where: str                    # the innermost frame that says something, e.g. `fr_hang.load_batch`
+
+
+def rank_of(stack: Stack) -> int | None:
+    """The stack's rank: from the launcher prefix, else from the file it came from
+    (`pyspy/rank3.txt`, torchrun's `attempt_0/3/stderr.log`)."""
+    if stack.rank is not None:
+        return stack.rank
+    m = _RANK_IN_PATH.search(stack.ref.path) or _TORCHRUN_LOG.search(stack.ref.path)
+    return int(m.group(1)) if m else None
+
+
+def _is_main_thread(stack: Stack) -> bool:
+    """The main thread's stack ends in the program's `<module>`; a worker thread's in threading's bootstrap."""
+    py = [f for f in stack.frames if f.language == "python"]
+    return bool(py) and py[-1].function == "<module>"
+
+
+def main_stacks(stacks: Iterable[Stack]) -> dict[int, Stack]:
+    """Per rank, the main thread's stack from a hang dump (py-spy first, then faulthandler, gdb)."""
+    best: dict[int, tuple[int, Stack]] = {}
+    for s in stacks:
+        if s.origin not in HANG_ORIGINS or not _is_main_thread(s):
+            continue
+        rank = rank_of(s)
+        if rank is None:
+            continue
+        order = HANG_ORIGINS.index(s.origin)
+        if rank not in best or order < best[rank][0]:
+            best[rank] = (order, s)
+    return {r: s for r, (_, s) in sorted(best.items())}
+
+
+def _python_key(stack: Stack, depth: int) -> tuple[str, ...]:
+    """Python frames only: a native print (--native) of the same place then groups with a plain one."""
+    frames = [f for f in stack.frames if f.language == "python"] or list(stack.frames)
+    return tuple(t for t in (normalize(f) for f in frames[:depth]) if t)
+
+
+def _where(stack: Stack, lists: FrameLists) -> str:
+    for f in stack.frames:
+        if f.language != "python":
+            continue
+        text = normalize(f)
+        if text and not _first_match(text, lists.irrelevant) and not _first_match(text, lists.idle):
+            return text
+    texts = [normalize(f) for f in stack.frames]
+    return next((t for t in texts if t), "?")
+
+
+def group_by_stack(stacks: Iterable[Stack], depth: int = 6) -> list[StackGroup]:
+    """The main thread of every rank, grouped by identical (normalized) top frames; the biggest
+    group first, so "7 ranks wait in all_reduce, rank 3 is in save_checkpoint" reads off the list."""
+    lists = frame_lists()
+    groups: dict[tuple[str, ...], list[tuple[int, Stack]]] = {}
+    for rank, s in main_stacks(stacks).items():
+        groups.setdefault(_python_key(s, depth), []).append((rank, s))
+    out = [StackGroup(key, tuple(r for r, _ in members), tuple(s for _, s in members), _where(members[0][1], lists))
+           for key, members in groups.items()]
+    return sorted(out, key=lambda g: (-len(g.ranks), g.ranks))

@@ -12,7 +12,7 @@ K = knowledge.load()
 def test_every_file_in_the_knowledge_folder_is_loaded():
     folder = resources.files("postmortem.knowledge")
     data_files = {p.name for p in folder.iterdir() if p.name.endswith(".toml")}
-    assert data_files == {"causes.toml", "xid.toml", "messages.toml"}
+    assert data_files == {"causes.toml", "xid.toml", "messages.toml", "signals.toml"}
 
 
 def test_required_cause_ids_exist_with_category():

@@ -40,8 +40,10 @@ TEXT_FILES = _text_files()
 
 
 def _both(data: bytes, block: int):
-    slow = parse_text("f.log", bundle.iter_lines(io.BufferedReader(io.BytesIO(data))), host="h")
-    fast = scan.scan_text("f.log", io.BytesIO(data), host="h", block_bytes=block)
+    slow_lines, fast_lines = bundle.iter_lines(io.BytesIO(data)), bundle.iter_lines(io.BytesIO(data))
+    slow = parse_text("f.log", slow_lines, host="h")
+    fast = scan.scan_text("f.log", fast_lines, host="h", block_bytes=block)
+    assert fast_lines.cut_lines == slow_lines.cut_lines
     return slow, fast
 
 

@@ -20,10 +20,11 @@ from postmortem.classify.counter import (before_the_job, counter_evidence, crash
 from postmortem.classify.rules import RULES
 from postmortem.classify.signature import signature_of
 from postmortem.knowledge import Knowledge
+from postmortem.knowledge.registry import KIND, LIMIT
 from postmortem.model import Case, Category, Finding, Verdict
 
-MIN_CONFIDENCE = 0.35
-CLOSE_RACE = 0.6   # a cause within this fraction of the best may still be the root if it came first
+MIN_CONFIDENCE = LIMIT.min_confidence
+CLOSE_RACE = LIMIT.close_race   # a cause within this fraction of the best may still be the root if it came first
 
 
 def run_rules(case: Case, k: Knowledge, trace: list[str]) -> list[Finding]:
@@ -69,8 +70,47 @@ def classify(case: Case, k: Knowledge) -> Verdict:
     root_cause = _pick_root(by_cause, contenders, k, trace)
     if root_cause is None or scores[root_cause] < MIN_CONFIDENCE:
         return _unknown(case, k, findings, scores, trace)
-    return _verdict(case, k, root_cause, by_cause[root_cause], findings, scores, contenders,
-                    counters.get(root_cause, (1.0, ()))[1], trace)
+    tentative = not _claimable(by_cause[root_cause], trace)
+    if tentative and not LIMIT.weak_sign_alone_claims:
+        return _unknown(case, k, findings, scores, trace, leaning=root_cause)
+    if _confidence(root_cause, contenders, k) < MIN_CONFIDENCE:
+        trace.append(f"resolve: {root_cause}'s confidence after its rivals is below {MIN_CONFIDENCE:.2f}")
+        return _unknown(case, k, findings, scores, trace, leaning=root_cause)
+    verdict = _verdict(case, k, root_cause, by_cause[root_cause], findings, scores, contenders,
+                       counters.get(root_cause, (1.0, ()))[1], trace)
+    if tentative:
+        # Claimed on one weak sign (signals.toml weak_sign_alone_claims): say what would confirm it.
+        collect = tuple(dict.fromkeys((*_pointers_in_bundle(case), *k.causes[root_cause].collect)))
+        verdict = dataclasses.replace(verdict, collect=collect, trace=verdict.trace + (
+            f"resolve: tentative — {root_cause} rests on one weak sign; collect: {'; '.join(collect[:3]) or '-'}",))
+    return verdict
+
+
+def _independent_signs(findings: list[Finding]) -> list[str]:
+    """The distinct registered signs the findings rest on; a finding that only repeats
+    another's lines adds none."""
+    out: list[str] = []
+    seen_lines: list[set] = []
+    for f in sorted(findings, key=lambda f: -f.confidence):
+        lines = {(r.path, r.line) for r in f.evidence}
+        if lines and any(lines <= s for s in seen_lines):
+            continue
+        seen_lines.append(lines)
+        out.extend(s for s in (f.signs or (f.signal or f.discriminator or f.rule,)) if s not in out)
+    return out
+
+
+def _claimable(findings: list[Finding], trace: list[str]) -> bool:
+    """A claim needs one strong sign or two independent ones (signals.toml `strength`)."""
+    roots = [f for f in findings if f.role == "root"] or findings
+    if any(f.strength == "strong" for f in roots):
+        return True
+    signs = _independent_signs(roots)
+    if len(signs) >= 2:
+        trace.append(f"resolve: {findings[0].cause} rests on {len(signs)} independent weak signs: " + ", ".join(signs))
+        return True
+    trace.append(f"resolve: {findings[0].cause} rests on one weak sign ({', '.join(signs)}): not enough to claim")
+    return False
 
 
 def _counters(findings: list[Finding], case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
@@ -91,7 +131,7 @@ def _scores(by_cause: dict[str, list[Finding]], counters: dict, trace: list[str]
     scores: dict[str, float] = {}
     for cause, fs in by_cause.items():
         roots = [f for f in fs if f.role == "root"]
-        score = _support(roots) if roots else _support(fs) * 0.8
+        score = _support(roots) if roots else _support(fs) * LIMIT.symptoms_only_discount
         factor, _ = counters.get(cause, (1.0, ()))
         scores[cause] = score * factor
         trace.append(f"resolve: {cause} support {score:.2f} x counter {factor:.2f} = {scores[cause]:.2f}"
@@ -106,7 +146,10 @@ def _verdict(case: Case, k: Knowledge, root_cause: str, root_findings: list[Find
     evidence = tuple(dict.fromkeys(r for f in root_findings for r in f.evidence))
     root = dataclasses.replace(root_findings[0], evidence=evidence[:12], confidence=round(scores[root_cause], 3))
     others = [f for f in findings if f.cause != root_cause]
-    symptoms = tuple(f for f in others if _after(f, root) or f.role == "symptom")
+    # A symptom: later than the root, a consequence by nature, or a cause the root explains
+    # (fallout may be printed first: by another rank, or by a faster logger).
+    fallout = set(k.causes[root_cause].explains)
+    symptoms = tuple(f for f in others if _after(f, root) or f.role == "symptom" or f.cause in fallout)
     alternatives = tuple(sorted((f for f in others if f not in symptoms and f.cause in scores),
                                 key=lambda f: -scores.get(f.cause, 0)))
     cause = k.causes[root_cause]
@@ -121,8 +164,8 @@ def _verdict(case: Case, k: Knowledge, root_cause: str, root_findings: list[Find
 
 # A cause explains another's signs only when it is itself well supported, and the
 # explained one is not much stronger (then the "fallout" is more likely the story).
-EXPLAINS_MIN = 0.5
-EXPLAINS_MARGIN = 0.15
+EXPLAINS_MIN = LIMIT.explains_min
+EXPLAINS_MARGIN = LIMIT.explains_margin
 
 
 def _explained(scores: dict[str, float], k: Knowledge, trace: list[str]) -> set[str]:
@@ -186,7 +229,7 @@ def _confidence(root: str, scores: dict[str, float], k: Knowledge) -> float:
     """Support of the root, lowered by the strongest rival of another category."""
     category = k.causes[root].category
     rival = max((s for c, s in scores.items() if c != root and k.causes[c].category != category), default=0.0)
-    return round(min(0.97, scores[root] * (1 - 0.4 * rival)), 3)
+    return round(min(LIMIT.max_confidence, scores[root] * (1 - LIMIT.rival_penalty * rival)), 3)
 
 
 def _pointers_in_bundle(case: Case) -> list[str]:
@@ -194,8 +237,8 @@ def _pointers_in_bundle(case: Case) -> list[str]:
     launcher names as holding the real error, and the stderr of a process that exited with
     a plain error code when no traceback made it into the bundle."""
     pointers = [f"the error file the job's launcher names: {e.data['path']} ({e.ref.describe()})"
-                for e in case.events if e.kind == "msg.error_file_pointer" and e.data.get("path")]
-    if not any(e.kind == "py.exception" for e in case.events):
+                for e in case.events if e.kind == KIND.msg_error_file_pointer and e.data.get("path")]
+    if not any(e.kind == KIND.py_exception for e in case.events):
         pointers += [f"the stderr of the process that exited with code {e.data['exitcode']} ({e.ref.describe()}): "
                      "its Python traceback is not in the bundle"
                      for e in case.events if str(e.data.get("exitcode", "")).isdigit() and int(e.data["exitcode"]) > 0][:1]
@@ -203,14 +246,15 @@ def _pointers_in_bundle(case: Case) -> list[str]:
 
 
 def _unknown(case: Case, k: Knowledge, findings: list[Finding], scores: dict[str, float],
-             trace: list[str]) -> Verdict:
+             trace: list[str], leaning: str | None = None) -> Verdict:
     u = k.causes["unknown"]
-    best = sorted(scores, key=lambda c: -scores[c])
+    best = sorted(scores, key=lambda c: (c != leaning, -scores[c]))
     collect = _pointers_in_bundle(case) + list(u.collect)
     for c in best[:2]:
         collect.extend(x for x in k.causes[c].collect if x not in collect)
     kinds = {a.kind for a in case.artifacts}
     summary = ("No evidence decides the cause" if not findings else
+               f"Not enough to claim: leaning {leaning} ({scores[leaning]:.2f}); collect more to decide" if leaning else
                f"Evidence is too weak to decide (best guess: {best[0]}, {scores[best[0]]:.2f})" if best else
                "Only consequences were found, no cause")
     if not case.events and not case.stacks:

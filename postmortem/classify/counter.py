@@ -7,9 +7,19 @@ from __future__ import annotations
 
 import re
 
+from postmortem import signals
+from postmortem.knowledge.registry import COUNTER, KIND, LIMIT, deaths, produced_by
 from postmortem.model import Case, Event, Fact, Finding
 
 GIB = 1 << 30
+_KERNEL_KINDS = produced_by("parser:kernel")
+_CORE_KINDS = produced_by("parser:core")
+_OOM_KILLS = deaths("kernel_kill")                   # the kernel's OOM killer, however it was read
+_SIGNAL_DEATHS = deaths("fatal_signal", "exit")      # a process seen dying of a signal or exit code
+
+
+def _against(counter, reason: str) -> dict[str, tuple[float, tuple[str, ...]]]:
+    return {counter.against: (counter.factor, (reason,))}
 
 
 def _facts(case: Case, name: str) -> list[Fact]:
@@ -23,19 +33,18 @@ def _num(f: Fact) -> float | None:
         return None
 
 
-# Kernel history older than this before the job's first log line is someone else's story.
-BEFORE_JOB_S = 300
-
 
 def job_start(case: Case) -> Event | None:
-    """The earliest timed line of the job's own logs (anything but the kernel's)."""
-    timed = [e for e in case.events if e.when and e.when.at and not e.kind.startswith(("kernel.", "core."))
-             and e.ref.path and not _is_kernel_log(e, case)]
+    """The earliest timed line of the job's own logs (anything but the kernel's: not its
+    kinds, nor a message matched in a file that is a kernel log)."""
+    kernel_files = _kernel_artifacts(case)
+    timed = [e for e in case.events if e.when and e.when.at and e.kind not in _KERNEL_KINDS and e.kind not in _CORE_KINDS
+             and e.ref.path and e.ref.path not in kernel_files and not _is_kernel_log(e, case)]
     return min(timed, key=lambda e: e.when.at) if timed else None  # type: ignore[union-attr]
 
 
 def _is_kernel_log(e: Event, case: Case) -> bool:
-    return e.kind.startswith("msg.") and e.stamp is not None and e.stamp.clock.value in ("boot", "delta")
+    return e.kind not in _KERNEL_KINDS and e.stamp is not None and e.stamp.clock.value in ("boot", "delta")
 
 
 def before_the_job(findings: list[Finding], case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
@@ -53,11 +62,11 @@ def before_the_job(findings: list[Finding], case: Case, trace: list[str]) -> dic
         if not all(lasts):
             continue
         gap = (start.when.at - max(lasts)).total_seconds()  # type: ignore[operator,union-attr]
-        if gap > BEFORE_JOB_S:
+        if gap > LIMIT.before_job_s:
             reason = (f"every sign of {cause} is {gap / 60:.0f} min older than the job's first log line "
                       f"({start.ref.describe()}): earlier history of the host")
             trace.append(f"counter: {reason}")
-            out[cause] = (0.25, (reason,))
+            out[cause] = (COUNTER.before_the_job.factor, (reason,))
     return out
 
 
@@ -82,7 +91,7 @@ def effective_shm_size(case: Case) -> list[tuple[Fact, float | None]]:
 
 
 def _kernel_artifacts(case: Case) -> set[str]:
-    return {e.ref.path for e in case.events if e.kind.startswith("kernel.")}
+    return {e.ref.path for e in case.events if e.kind in _KERNEL_KINDS}
 
 
 def unrelated_victims(findings: list[Finding], case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
@@ -93,20 +102,18 @@ def unrelated_victims(findings: list[Finding], case: Case, trace: list[str]) -> 
     kernel_files = _kernel_artifacts(case)
     job_pids = {e.pid for e in case.events if e.pid is not None and e.ref.path not in kernel_files}
     kernel_pids = {e.pid for e in case.events if e.pid is not None and e.ref.path in kernel_files}
-    victims = {e.pid for e in case.events if e.pid is not None and e.kind in ("kernel.oom_kill", "msg.oom_killer")}
+    victims = {e.pid for e in case.events if e.pid is not None and e.kind in _OOM_KILLS}
     if not job_pids or not victims or victims & job_pids or not (kernel_pids & job_pids):
         return {}
     reason = (f"the OOM killer's victim(s) {sorted(victims)} appear nowhere in the job's own logs, "
               f"which name pids {sorted(job_pids)[:6]} (the kernel log shows pid {min(kernel_pids & job_pids)} "
               "too, so they share a pid namespace): another process was killed")
     trace.append(f"counter: {reason}")
-    return {"host_oom": (0.4, (reason,))}
+    return _against(COUNTER.unrelated_victims, reason)
 
 
-# How a job's processes are seen to die, outside the kernel log.
-_DEATH_KINDS = ("py.fatal_signal", "native.signal", "gdb.signal", "core.signal", "launcher.exit",
-                "launcher.child_failed", "msg.shell_signal", "msg.signal_received", "py.exception",
-                "native.terminate")
+# How a job's processes are seen to die (signals.toml `death`), outside the kernel log.
+_DEATH_KINDS = deaths("fatal_signal", "exit", "exception", "reported")
 _SIGKILL = re.compile(r"SIGKILL|\bKilled\b|-9\b|Out Of Memory|oom", re.I)
 
 
@@ -114,7 +121,7 @@ def death_mismatch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple
     """The OOM killer kills with SIGKILL.  When the job's own logs show how it died and
     none of those deaths is a SIGKILL, the OOM kill in the kernel log was another
     process's (the kernel log keeps the whole boot's history)."""
-    if not any(e.kind in ("kernel.oom_kill", "msg.oom_killer") for e in case.events):
+    if not any(e.kind in _OOM_KILLS for e in case.events):
         return {}
     kernel_files = _kernel_artifacts(case)
     deaths = [e for e in case.events if e.kind in _DEATH_KINDS and e.ref.path not in kernel_files
@@ -128,7 +135,7 @@ def death_mismatch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple
     reason = (f"the job died otherwise ({first.ref.describe()}: {first.text.strip()[:80]}), "
               "not by the OOM killer's SIGKILL: the OOM kill in the kernel log hit another process")
     trace.append(f"counter: {reason}")
-    return {"host_oom": (0.35, (reason,))}
+    return _against(COUNTER.death_mismatch, reason)
 
 
 # Deaths that are teardown, not a cause: the launcher's SIGTERM, NCCL's own abort.
@@ -140,16 +147,13 @@ def crashed_peer(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[s
     """Connection errors are what a process's peers see when it dies.  When the bundle
     shows one of the job's processes dying of a fault (SIGSEGV, SIGBUS ...) or of an
     exception that is not itself a communication error, the network is the messenger."""
-    from postmortem import signals
-
     for e in case.events:
         # (not the kernel log: it keeps every crash since boot, most of them someone else's)
-        if e.kind in ("py.fatal_signal", "native.signal", "gdb.signal", "core.signal", "launcher.exit",
-                      "launcher.child_failed"):
+        if e.kind in _SIGNAL_DEATHS and e.kind not in _KERNEL_KINDS:
             name = signals.name_of(e.data.get("signal")) or signals.of_exitcode(e.data.get("exitcode"))
             if name and name not in _TEARDOWN:
                 return _peer_reason(e, name, trace)
-        elif e.kind == "py.exception" and not _NETWORK_TEXT.search(e.text):
+        elif e.kind == KIND.py_exception and not _NETWORK_TEXT.search(e.text):
             return _peer_reason(e, str(e.data.get("type") or "an exception"), trace)
     return {}
 
@@ -158,31 +162,31 @@ def _peer_reason(e: Event, what: str, trace: list[str]) -> dict[str, tuple[float
     reason = (f"a process of the job died of {what} ({e.ref.describe()}): connection errors on its peers "
               "are the fallout, not the network")
     trace.append(f"counter: {reason}")
-    return {"nccl_network": (0.5, (reason,))}
+    return _against(COUNTER.crashed_peer, reason)
 
 
 def counter_evidence(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
     out: dict[str, tuple[float, tuple[str, ...]]] = {}
     sizes = effective_shm_size(case)
     uses = [(f, _num(f)) for f in _facts(case, "shm.use_pct")]
-    big = [(f, v) for f, v in sizes if v is not None and v >= GIB]
-    low_use = [(f, v) for f, v in uses if v is not None and v < 50]
+    big = [(f, v) for f, v in sizes if v is not None and v >= LIMIT.shm_big_bytes]
+    low_use = [(f, v) for f, v in uses if v is not None and v < LIMIT.shm_low_use_pct]
     if big and low_use:
         f, v = big[0]
         u, pct = low_use[0]
         reason = (f"/dev/shm is {v / GIB:.1f} GiB and {pct:.0f}% used "
                   f"({f.ref.describe()}): shared-memory exhaustion unlikely (unless it was full at crash time)")
         trace.append(f"counter: {reason}")
-        out["shm_exhausted"] = (0.55, (reason,))
+        out.update(_against(COUNTER.shm_big_low_use, reason))
     elif big:
         f, v = big[0]
         reason = f"/dev/shm is {v / GIB:.1f} GiB ({f.ref.describe()}), larger than container defaults"
         trace.append(f"counter: {reason}")
-        out["shm_exhausted"] = (0.8, (reason,))
+        out.update(_against(COUNTER.shm_big, reason))
     for f in _facts(case, "ulimit.memlock"):
         if str(f.value).lower() == "unlimited":
             reason = f"the locked-memory limit is unlimited ({f.ref.describe()}): not the memlock limit"
             trace.append(f"counter: {reason}")
-            out["memlock_limit"] = (0.4, (reason,))
+            out.update(_against(COUNTER.memlock_unlimited, reason))
             break
     return out

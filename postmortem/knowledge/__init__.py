@@ -67,6 +67,8 @@ class MessagePattern:
     origin: str         # file the entry came from
     advice: str = ""    # a fix specific to this message, shown first when it is root evidence
     weight_cap: float = 0.97  # support from many such lines stops here (lines every rank prints)
+    strength: str = ""  # strong: one line is enough to claim; weak: needs an independent second sign
+    death: str = ""     # how such a line says a process died (see registry.DEATHS), "" when it does not
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,8 +161,18 @@ def parse_messages(data: dict, origin: str) -> tuple[MessagePattern, ...]:
             id=_need(e, "id", where), keywords=keywords, regex=regex, severity=severity,
             cause=e.get("cause", ""), weight=float(e.get("weight", 0.0)), role=role,
             sample=_need(e, "sample", where), source=_need(e, "source", where), origin=origin,
-            advice=e.get("advice", ""), weight_cap=float(e.get("weight_cap", 0.97))))
+            advice=e.get("advice", ""), weight_cap=float(e.get("weight_cap", 0.97)),
+            strength=_strength(e, where), death=e.get("death", "")))
     return tuple(out)
+
+
+def _strength(e: dict, where: str) -> str:
+    """Causal patterns say whether one line is enough to claim (strong) or needs an
+    independent second sign (weak); a user file that does not say is weak."""
+    strength = e.get("strength", "weak" if e.get("cause") and float(e.get("weight", 0.0)) > 0 else "")
+    if strength not in ("", "strong", "weak"):
+        raise KnowledgeError(f"{where}: strength must be strong or weak")
+    return strength
 
 
 def validate(k: Knowledge) -> None:

@@ -9,6 +9,7 @@ together here as plain objects, and the templates under templates/ only lay it o
   _evidence.html.j2  each cited line in context, linked to its timeline row
   _timeline.svg.j2   swimlanes (svg.py computes the geometry)
   _timeline.html.j2  filters, the SVG and the collapsed-row table
+  _hang.html.j2      Flight Recorder grid per process group, ranks grouped by stack
   _stacks.html.j2    crashing thread first, frames grouped; core facts
   _artifacts.html.j2 every file of the bundle and what became of it
   report.css, report.js  inlined; the CSP allows exactly these two by hash
@@ -29,7 +30,7 @@ from typing import Any, Mapping
 
 from postmortem import __version__
 from postmortem.model import Analysis, Artifact, ArtifactStatus, Ref
-from postmortem.report import svg, timeline_view
+from postmortem.report import collectives_view, svg, timeline_view
 from postmortem.report.context import Context, read_context
 from postmortem.report.jsonout import SCHEMA, finding_json, ref_json
 from postmortem.report.stacks_view import build_cores, build_stacks, describe_frame
@@ -78,7 +79,8 @@ def page(a: Analysis, context: Mapping[tuple[str, int], list[tuple[int, str]]]) 
         "a": a, "v": a.verdict, "version": __version__,
         "category_label": CATEGORY_LABEL.get(a.verdict.category.value, a.verdict.category.value),
         "evidence": evidence, "timeline": view, "svg": svg.layout(view),
-        "stacks": build_stacks(a.case.stacks), "cores": build_cores(a.case.facts),
+        "svg_history": svg.history_layout(view),
+        "stacks": build_stacks(a.case.stacks), "cores": build_cores(a.case.facts), "hang": collectives_view.build(a),
         "artifacts": artifacts, "cut_artifacts": cut_artifacts, "artifact_anchor": artifact_anchor,
         "css": _markup(css), "js": _markup(js), "csp": _csp(css, js), "data": _data(a),
         "time_cell": time_cell, "ranges": ranges, "describe_frame": describe_frame, "code_spans": code_spans,

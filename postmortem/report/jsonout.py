@@ -22,7 +22,7 @@ def _iso(t: datetime | None) -> str | None:
 
 
 def ref_json(r: Ref) -> dict[str, Any]:
-    return {"artifact": r.path, "line": r.line, "offset": r.offset, "text": r.text}
+    return {"artifact": r.path, "line": r.line, "offset": r.offset, "record": r.record, "text": r.text}
 
 
 def finding_json(f: Finding) -> dict[str, Any]:
@@ -87,6 +87,7 @@ def to_dict(a: Analysis) -> dict[str, Any]:
         },
         "signature": v.signature,
         "timeline_notes": list(a.timeline_notes),
+        "limits": list(a.limits),
         "hosts": list(a.hosts),
         "timeline": [event_json(e) for e in events],
         "timeline_rows": timeline_rows(events),

@@ -20,7 +20,11 @@ def render(a: Analysis) -> str:
             f"Bundle {markdown_code(a.case.name, 80)}", "", markdown_text(v.summary, 400), ""]
     if v.explanation:
         head += [v.explanation, ""]
+    from postmortem.report import collectives_view
+
+    hang = collectives_view.summary(a)
     sections = [
+        f"**Collectives**\n{markdown_text(hang, 900)}\n\n" if hang else "",
         _section("Evidence", [f"{markdown_code(r.describe(), 100)} {markdown_code(r.text, 180)}"
                               for r in (v.root.evidence[:6] if v.root else ())]),
         _section("Counter-evidence", [markdown_text(c, 200) for c in v.counter] or ["none found"]),

@@ -3,11 +3,13 @@ versus symptom happens in postmortem/classify/__init__.py).  One module per fami
 knowledge-driven (messages, Xids), config, comms, hardware."""
 from __future__ import annotations
 
+from postmortem.classify.rules.app import AppError
 from postmortem.classify.rules.base import Rule, died_of, finding
 from postmortem.classify.rules.comms import (NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
                                              SilentCollectiveHang)
 from postmortem.classify.rules.config import (CollectiveTimeout, CudaBuildNewerThanDriver, HighHostMemoryThenDeath,
                                               KilledWithoutReason, SigbusContext)
+from postmortem.classify.rules.hang import FlightRecorderHang
 from postmortem.classify.rules.hardware import GpuHealth
 from postmortem.classify.rules.knowledge import KnownMessages, XidCatalog
 
@@ -24,9 +26,11 @@ RULES: tuple[Rule, ...] = (
     HighHostMemoryThenDeath(),
     CudaBuildNewerThanDriver(),
     NcclStoppedDuringInit(),
+    FlightRecorderHang(),
+    AppError(),
 )
 
-__all__ = ["RULES", "Rule", "died_of", "finding", "KnownMessages", "XidCatalog", "SigbusContext",
+__all__ = ["RULES", "Rule", "AppError", "died_of", "finding", "KnownMessages", "XidCatalog", "SigbusContext",
            "NcclVersionMismatch", "CollectiveTimeout", "SilentCollectiveHang", "HighHostMemoryThenDeath",
            "QuietPcieTopology", "KilledWithoutReason", "GpuHealth", "CudaBuildNewerThanDriver",
            "NcclStoppedDuringInit"]

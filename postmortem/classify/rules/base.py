@@ -7,12 +7,14 @@ root versus symptom.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from datetime import datetime
 from typing import Iterable
 
 from postmortem import signals
 from postmortem.knowledge import Knowledge
+from postmortem.knowledge.registry import LIMIT, Signal
 from postmortem.model import Case, Category, Event, Finding, Ref, Stack
 
 MAX_EVIDENCE = 8
@@ -26,22 +28,39 @@ def _span(events: list[Event]) -> tuple[int | None, datetime | None, datetime | 
 def _refs(events: Iterable[Event]) -> tuple[Ref, ...]:
     seen: dict[tuple, Ref] = {}
     for e in events:
-        seen.setdefault((e.ref.path, e.ref.line, e.ref.offset), e.ref)
+        seen.setdefault((e.ref.path, e.ref.line, e.ref.offset, e.ref.record), e.ref)
         if len(seen) >= MAX_EVIDENCE:
             break
     return tuple(seen.values())
 
 def _repeat(weight: float, n: int) -> float:
     """Support from n lines saying the same thing: more lines add a little, not a lot."""
-    return 1 - (1 - weight) * (0.85 ** max(0, min(n, 6) - 1))
+    return 1 - (1 - weight) * (LIMIT.repeat_factor ** max(0, min(n, LIMIT.repeat_max) - 1))
 
 def finding(k: Knowledge, cause: str, weight: float, rule: str, summary: str, events: list[Event],
-            role: str = "root", discriminator: str = "", extra_refs: tuple[Ref, ...] = ()) -> Finding:
+            role: str = "root", discriminator: str = "", extra_refs: tuple[Ref, ...] = (),
+            strength: str = "", signal: str = "") -> Finding:
     seq, at, last = _span(events)
     category = Category(k.causes[cause].category) if cause in k.causes else Category.UNKNOWN
-    return Finding(cause=cause, category=category, confidence=round(min(weight, 0.97), 3), rule=rule,
+    return Finding(cause=cause, category=category, confidence=round(min(weight, LIMIT.max_confidence), 3), rule=rule,
                    summary=summary, evidence=_refs(events) + extra_refs, first_seq=seq, first_at=at, last_at=last,
-                   discriminator=discriminator, role=role)
+                   discriminator=discriminator, role=role, strength=strength, signal=signal)
+
+def sign_finding(k: Knowledge, sign: Signal, rule: str, summary: str, events: list[Event], discriminator: str = "",
+                 extra_refs: tuple[Ref, ...] = (), weight: float | None = None,
+                 combined: tuple[Signal, ...] = ()) -> Finding:
+    """A finding for a registered sign: cause, role, strength and weight come from signals.toml.
+    A rule that saw several independent signs of one cause passes them as `combined`: their
+    support is the noisy-OR of their weights, and the claim counts each of them."""
+    signs = tuple(dict.fromkeys((sign, *combined)))
+    if weight is None:
+        miss = 1.0
+        for s in signs:
+            miss *= 1 - s.weight
+        weight = 1 - miss
+    strength = "strong" if any(s.strength == "strong" for s in signs) else sign.strength
+    f = finding(k, sign.cause, weight, rule, summary, events, sign.role, discriminator, extra_refs, strength, sign.id)
+    return dataclasses.replace(f, signs=tuple(s.id for s in signs)) if len(signs) > 1 else f
 
 class Rule:
     id = "rule"

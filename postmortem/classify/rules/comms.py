@@ -4,8 +4,11 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from postmortem.classify.rules.base import Rule, finding
+from postmortem.classify.rules.base import Rule, sign_finding
+from postmortem.knowledge.registry import KIND, LIMIT, SIGN, produced_by
 from postmortem.model import Event
+
+_NCCL_KINDS = produced_by("parser:nccl")
 
 class NcclVersionMismatch(Rule):
     """Different NCCL versions in one job (one banner per node or log) cannot talk to each other."""
@@ -15,7 +18,7 @@ class NcclVersionMismatch(Rule):
     def findings(self, case, k, trace):
         versions: dict[str, list[Event]] = defaultdict(list)
         for e in case.events:
-            v = e.data.get("version") if e.kind in ("nccl.version", "msg.nccl_version_banner", "msg.nccl_error_in") else None
+            v = e.data.get("version") if e.kind in (KIND.nccl_version, KIND.msg_nccl_error_in) else None
             if isinstance(v, str) and re.fullmatch(r"\d+\.\d+\.\d+", v.split("+")[0]):
                 versions[v.split("+")[0]].append(e)
         if len(versions) < 2:
@@ -23,8 +26,8 @@ class NcclVersionMismatch(Rule):
         listing = ", ".join(f"{v} ({versions[v][0].ref.describe()})" for v in sorted(versions))
         trace.append(f"{self.id}: versions {listing}")
         events = [evs[0] for evs in versions.values()]
-        return [finding(k, "nccl_version_mismatch", 0.85, self.id, f"different NCCL versions in one job: {listing}",
-                        events, "root", "versions")]
+        return [sign_finding(k, SIGN.nccl_version_mismatch, self.id, f"different NCCL versions in one job: {listing}",
+                             events, "versions")]
 
 class SilentCollectiveHang(Rule):
     """nccl-tests that set up its GPUs, printed no result and no error: it hung.
@@ -36,28 +39,29 @@ class SilentCollectiveHang(Rule):
     id = "silent-collective-hang"
 
     def findings(self, case, k, trace):
-        header = [e for e in case.events if e.kind == "msg.nccl_tests_header"]
-        devices = [e for e in case.events if e.kind == "msg.nccl_tests_device"]
+        header = [e for e in case.events if e.kind == KIND.msg_nccl_tests_header]
+        devices = [e for e in case.events if e.kind == KIND.msg_nccl_tests_device]
         if not header or not devices:
             return []
-        if any(e.kind == "msg.nccl_tests_result" for e in case.events):
+        if any(e.kind == KIND.msg_nccl_tests_result for e in case.events):
             return []
-        if any(e.severity.value in ("error", "fatal") and not e.kind.startswith(("msg.libibverbs", "nccl.warn"))
+        if any(e.severity.value in ("error", "fatal") and e.kind not in (KIND.msg_libibverbs_missing, KIND.nccl_warn)
                for e in case.events):
             return []
         hosts = {e.data.get("node") for e in devices}
         buses = sorted({int(str(e.data.get("bus", "0")), 16) for e in devices})
-        split_roots = any(b < 0x80 for b in buses) and any(b >= 0x80 for b in buses)
+        split_roots = any(b < LIMIT.pcie_root_split_bus for b in buses) and any(b >= LIMIT.pcie_root_split_bus for b in buses)
         if len(hosts) != 1:
             return []
         # A log that merely ends early is no P2P hang: want a sign that P2P was in play.
-        p2p_lines = any(e.kind == "nccl.transport" and "P2P" in str(e.data.get("transport", "")) for e in case.events)
-        w = 0.5 if split_roots else 0.45 if p2p_lines else 0.3
+        p2p_lines = any(e.kind == KIND.nccl_transport and "P2P" in str(e.data.get("transport", "")) for e in case.events)
+        sign = (SIGN.hang_nccltests_split_roots if split_roots else SIGN.hang_nccltests_p2p if p2p_lines
+                else SIGN.hang_nccltests_silent)
         why = " across two PCIe root complexes" if split_roots else ""
         trace.append(f"{self.id}: nccl-tests on {len(devices)} GPUs of one host printed no result and no error{why}")
-        return [finding(k, "nccl_p2p", w, self.id,
-                        f"nccl-tests initialised {len(devices)} GPUs of one node{why} and then produced no result and no error: a P2P hang",
-                        header + devices, "root", "hang")]
+        return [sign_finding(k, sign, self.id,
+                             f"nccl-tests initialised {len(devices)} GPUs of one node{why} and then produced no result and no error: a P2P hang",
+                             header + devices, "hang")]
 
 class NcclStoppedDuringInit(Rule):
     """NCCL on several GPUs of one host started and then nothing happened, with no error at
@@ -68,18 +72,18 @@ class NcclStoppedDuringInit(Rule):
     id = "nccl-stopped-during-init"
 
     def findings(self, case, k, trace):
-        nccl = [e for e in case.events if e.kind.startswith("nccl.")]
+        nccl = [e for e in case.events if e.kind in _NCCL_KINDS]
         if not nccl:
             return []
-        completed = [e for e in nccl if e.kind == "nccl.init" and e.data.get("phase") == "COMPLETE"]
-        stalled = [e for e in case.events if e.kind == "msg.progress_bar" and str(e.data.get("pct")) == "0"
+        completed = [e for e in nccl if e.kind == KIND.nccl_init and e.data.get("phase") == "COMPLETE"]
+        stalled = [e for e in case.events if e.kind == KIND.msg_progress_bar and str(e.data.get("pct")) == "0"
                    and (not completed or e.seq > max(c.seq for c in completed))]
         if completed and not stalled:
             return []
-        noise = {(e.ref.path, e.ref.line) for e in case.events if e.kind == "msg.libibverbs_missing"}
+        noise = {(e.ref.path, e.ref.line) for e in case.events if e.kind == KIND.msg_libibverbs_missing}
         if any(e.severity.value in ("error", "fatal") for e in case.events):
             return []
-        if any(e.kind == "nccl.warn" and (e.ref.path, e.ref.line) not in noise for e in nccl):
+        if any(e.kind == KIND.nccl_warn and (e.ref.path, e.ref.line) not in noise for e in nccl):
             return []
         hosts = {e.host for e in nccl if e.host}
         devices = {(e.pid, e.data.get("dev")) for e in nccl if e.pid is not None and e.data.get("dev") is not None}
@@ -88,10 +92,10 @@ class NcclStoppedDuringInit(Rule):
         trace.append(f"{self.id}: {len(devices)} GPU processes on {next(iter(hosts))} stopped logging before init completed")
         what = ("the job's progress stayed at 0% after NCCL init" if completed else
                 "the log stops before any communicator completed init")
-        return [finding(k, "nccl_p2p", 0.36, self.id,
+        return [sign_finding(k, SIGN.hang_nccl_stopped_during_init, self.id,
                         f"NCCL on {len({d for _, d in devices})} GPUs of one host started, then {what}, with no error: "
                         "a hang, and on one host P2P traffic (IOMMU/ACS) is the leading suspect — confirm with "
-                        "NCCL_P2P_DISABLE=1", nccl[:1] + nccl[-1:] + stalled[:1], "root", "hang")]
+                        "NCCL_P2P_DISABLE=1", nccl[:1] + nccl[-1:] + stalled[:1], "hang")]
 
 
 class QuietPcieTopology(Rule):
@@ -111,8 +115,9 @@ class QuietPcieTopology(Rule):
             return []
         crosses = bool(kinds & {"NODE", "SYS"})
         trace.append(f"{self.id}: no error lines; GPU pairs linked by {sorted(kinds)} only")
-        return [finding(k, "nccl_p2p", 0.4 if crosses else 0.36, self.id,
+        sign = SIGN.hang_quiet_pcie_topology_cross_bridge if crosses else SIGN.hang_quiet_pcie_topology
+        return [sign_finding(k, sign, self.id,
                         f"no error anywhere and the GPUs reach each other only over PCIe ({', '.join(sorted(kinds))}"
                         f"{', across host bridges' if crosses else ''}): a silent hang of P2P traffic (ACS/IOMMU) is the "
                         "likeliest reading; confirm with NCCL_P2P_DISABLE=1",
-                        [], "root", "topology", extra_refs=tuple(f.ref for f in links[:2]))]
+                        [], "topology", extra_refs=tuple(f.ref for f in links[:2]))]

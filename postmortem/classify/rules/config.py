@@ -4,14 +4,13 @@ from __future__ import annotations
 import re
 
 from postmortem.classify.counter import effective_shm_size
-from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, finding
+from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, sign_finding
+from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by
 from postmortem.model import Case, Event, Ref, Stack
 
 NCCL_FRAME = re.compile(r"nccl|libnccl", re.I)
 
 SHM_FRAME = re.compile(r"shared_memory|/dev/shm|\bpsm_|_share_(?:fd|filename)_|shm_open|posix_fallocate|MapAllocator|libshm")
-
-SMALL_SHM_BYTES = 256 << 20
 
 def _is_sigbus(e: Event) -> bool:
     return died_of(e, "SIGBUS")
@@ -31,48 +30,50 @@ class SigbusContext(Rule):
         buses = [e for e in case.events if _is_sigbus(e)]
         if not buses:
             return []
-        core_hits = [e for e in case.events if e.kind == "core.signal" and _is_sigbus(e)]
+        core_hits = [e for e in case.events if e.kind == KIND.core_signal and _is_sigbus(e)]
         for e in core_hits:
             code = str(e.data.get("si_code_name", ""))
             mapping = str(e.data.get("mapping", ""))
             if code.startswith("BUS_MCEERR"):
                 trace.append(f"{self.id}: core SIGBUS {code}: hardware memory error")
-                return [finding(k, "host_memory_error", 0.9, self.id, f"SIGBUS {code} in the core: the kernel reports poisoned memory", [e], "root", "SIGBUS")]
+                return [sign_finding(k, SIGN.sigbus_core_mceerr, self.id, f"SIGBUS {code} in the core: the kernel reports poisoned memory", [e], "SIGBUS")]
             if mapping.startswith("/dev/shm/"):
                 trace.append(f"{self.id}: core SIGBUS inside {mapping}: shm exhausted")
-                return [finding(k, "shm_exhausted", 0.95, self.id,
-                                f"SIGBUS at an address inside {mapping} (offset {e.data.get('mapping_offset')}): the tmpfs had no page to give",
-                                [e], "root", "SIGBUS")]
+                return [sign_finding(k, SIGN.sigbus_core_in_shm, self.id,
+                                     f"SIGBUS at an address inside {mapping} (offset {e.data.get('mapping_offset')}): the tmpfs had no page to give",
+                                     [e], "SIGBUS")]
         # Softer signs, each with its own strength; the strongest one sets the support.
-        signs: list[tuple[float, str, tuple[Ref, ...]]] = []
+        signs: list[tuple[object, str, tuple[Ref, ...]]] = []
         nccl_stacks = _stack_mentions(case.stacks, NCCL_FRAME)
         if nccl_stacks:
-            signs.append((0.62, "the SIGBUS hit inside NCCL code: NCCL's shared-memory segments live in /dev/shm, "
+            signs.append((SIGN.sigbus_in_nccl_code, "the SIGBUS hit inside NCCL code: NCCL's shared-memory segments live in /dev/shm, "
                                 "and an undersized /dev/shm surfaces as SIGBUS on first touch", (nccl_stacks[0].ref,)))
         shm_stacks = _stack_mentions(case.stacks, SHM_FRAME)
         if shm_stacks:
-            signs.append((0.7, "the crashing stack is writing shared memory", (shm_stacks[0].ref,)))
-        small = [(f, v) for f, v in effective_shm_size(case) if v is not None and v <= SMALL_SHM_BYTES]
+            signs.append((SIGN.sigbus_writing_shm, "the crashing stack is writing shared memory", (shm_stacks[0].ref,)))
+        small = [(f, v) for f, v in effective_shm_size(case) if v is not None and v <= LIMIT.small_shm_bytes]
         if small:
             f, v = small[0]
-            signs.append((0.78, f"/dev/shm is only {v / (1 << 20):.0f} MiB ({f.ref.describe()}), "
+            signs.append((SIGN.sigbus_small_shm, f"/dev/shm is only {v / (1 << 20):.0f} MiB ({f.ref.describe()}), "
                                 "the container default that DataLoader workers and NCCL overflow", (f.ref,)))
         if not signs:
             trace.append(f"{self.id}: SIGBUS without location; weak shm suspicion")
-            return [finding(k, "shm_exhausted", 0.4, self.id,
-                            "a process died of SIGBUS; in training jobs that is most often an exhausted /dev/shm "
-                            "(no location known to confirm it)", buses, "root", "SIGBUS")]
-        signs.sort(key=lambda s: -s[0])
-        w = 1 - (1 - signs[0][0]) * (0.8 if len(signs) > 1 else 1.0)
+            return [sign_finding(k, SIGN.sigbus_unlocated, self.id,
+                                 "a process died of SIGBUS; in training jobs that is most often an exhausted /dev/shm "
+                                 "(no location known to confirm it)", buses, "SIGBUS")]
+        signs.sort(key=lambda s: -s[0].weight)
+        w = 1 - (1 - signs[0][0].weight) * (LIMIT.second_sign_factor if len(signs) > 1 else 1.0)
         refs = tuple(r for _, _, rs in signs for r in rs)
         trace.append(f"{self.id}: SIGBUS with {len(signs)} shm sign(s): " + "; ".join(t for _, t, _ in signs))
-        return [finding(k, "shm_exhausted", w, self.id, "SIGBUS: " + "; ".join(t for _, t, _ in signs),
-                        buses, "root", "SIGBUS", extra_refs=refs)]
+        # The death by SIGBUS and each place it points at are separate observations.
+        return [sign_finding(k, signs[0][0], self.id, "SIGBUS: " + "; ".join(t for _, t, _ in signs),
+                             buses, "SIGBUS", extra_refs=refs, weight=w,
+                             combined=(*(s for s, _, _ in signs[1:]), SIGN.sigbus_unlocated))]
 
 COLLECTIVE_FRAME = re.compile(r"barrier|all_?reduce|all_?gather|broadcast|reduce_scatter|all_to_all|alltoall|"
                               r"\bwait\b|monitored_barrier|synchronize", re.I)
 
-TIMEOUT_KINDS = ("msg.watchdog_timeout", "msg.gloo_timeout", "msg.nccl_uniqueid_store_timeout")
+TIMEOUT_KINDS = (KIND.msg_watchdog_timeout, KIND.msg_gloo_timeout, KIND.msg_nccl_uniqueid_store_timeout)
 
 class CollectiveTimeout(Rule):
     """Collective timeouts (NCCL watchdog, gloo): whose were they?
@@ -98,11 +99,13 @@ class CollectiveTimeout(Rule):
         world_known_apart = bool(awaited) or (bool(world - timed_out) and (
             len(timed_out) >= 2 or self._world_size(case) or self._launcher_ranks(case)))
         seqs = [int(e.data["seq"]) for e in timeouts if str(e.data.get("seq", "")).isdigit()]
-        early = bool(seqs) and max(seqs) <= 10
-        progress = [e for e in case.events if e.kind == "msg.progress_bar"]
+        early = bool(seqs) and max(seqs) <= LIMIT.early_seq
+        progress = [e for e in case.events if e.kind == KIND.msg_progress_bar]
         busy, waiting = self._dumps(case)
         if silent and world_known_apart:
-            w = 0.5 + (0.12 if early else 0) + (0.1 if progress else 0) + (0.12 if busy and waiting else 0)
+            w = (SIGN.timeout_silent_ranks.weight + (SIGN.timeout_first_collectives.weight if early else 0)
+                 + (SIGN.timeout_progress_advancing.weight if progress else 0)
+                 + (SIGN.timeout_rank_busy_elsewhere.weight if busy and waiting else 0))
             why = []
             if progress:
                 why.append(f"the log shows '{progress[0].data.get('task', '').strip()}' still running")
@@ -115,22 +118,24 @@ class CollectiveTimeout(Rule):
                        + (f"; {'; '.join(why)}" if why else ""))
             trace.append(f"{self.id}: straggler: silent {silent}, early={early}, progress={bool(progress)}, dumps={bool(busy and waiting)}")
             extra = tuple(s.ref for s in busy[:1] + waiting[:1])
-            return [finding(k, "straggler_timeout", w, self.id, summary, timeouts + progress[:1], "root", "timeout",
-                            extra_refs=extra)]
+            seen = ((SIGN.timeout_first_collectives, early), (SIGN.timeout_progress_advancing, bool(progress)),
+                    (SIGN.timeout_rank_busy_elsewhere, bool(busy and waiting)))
+            return [sign_finding(k, SIGN.timeout_silent_ranks, self.id, summary, timeouts + progress[:1], "timeout",
+                                 extra_refs=extra, weight=w, combined=tuple(s for s, present in seen if present))]
         trace.append(f"{self.id}: no rank is known to be missing; the collective itself was stuck")
-        return [finding(k, "nccl_timeout", 0.4, self.id,
-                        f"{len(timeouts)} collective timeout(s) across ranks {sorted(timed_out) or '?'}; no other fault found",
-                        timeouts, "root", "timeout")]
+        return [sign_finding(k, SIGN.timeout_all_ranks, self.id,
+                             f"{len(timeouts)} collective timeout(s) across ranks {sorted(timed_out) or '?'}; no other fault found",
+                             timeouts, "timeout")]
 
     @staticmethod
     def _world_size(case: Case) -> int | None:
         sizes = [int(e.data["nranks"]) for e in case.events
-                 if e.kind == "nccl.init" and str(e.data.get("nranks", "")).isdigit()]
+                 if e.kind == KIND.nccl_init and str(e.data.get("nranks", "")).isdigit()]
         return max(sizes) if sizes else None
 
     @staticmethod
     def _launcher_ranks(case: Case) -> set[int]:
-        return {e.rank for e in case.events if e.kind == "launcher.child_failed" and e.rank is not None}
+        return {e.rank for e in case.events if e.kind == KIND.launcher_child_failed and e.rank is not None}
 
     def _world(self, case: Case, timed_out: set[int]) -> set[int]:
         size = self._world_size(case)
@@ -149,8 +154,6 @@ class CollectiveTimeout(Rule):
         busy = [s for s, w in zip(dumps, waits) if not w]  # not `s not in waiting`: quadratic in ranks
         return busy, waiting
 
-HIGH_HOST_MEMORY_PCT = 80.0
-
 class HighHostMemoryThenDeath(Rule):
     """The job's own last host-memory reading was high (DeepSpeed's see_memory_usage and
     the like), and then a process was killed or the launcher tore the job down: the OOM
@@ -159,21 +162,22 @@ class HighHostMemoryThenDeath(Rule):
     id = "high-host-memory-then-death"
 
     def findings(self, case, k, trace):
-        readings = [e for e in case.events if e.kind == "msg.host_memory_report"]
-        high = [e for e in readings if _num(e.data.get("pct")) >= HIGH_HOST_MEMORY_PCT]
+        readings = [e for e in case.events if e.kind == KIND.msg_host_memory_report]
+        high = [e for e in readings if _num(e.data.get("pct")) >= LIMIT.high_host_memory_pct]
         if not high:
             return []
         last = max(high, key=lambda e: e.seq)
         deaths = [e for e in case.events if e.seq > last.seq and (
-            e.kind.startswith("launcher.") or died_of(e, "SIGKILL"))]
+            e.kind in _LAUNCHER_KINDS or died_of(e, "SIGKILL"))]
         if not deaths:
             return []
         pct = _num(last.data.get("pct"))
         trace.append(f"{self.id}: host memory at {pct:.0f}% ({last.ref.describe()}), then {deaths[0].ref.describe()}")
-        return [finding(k, "host_oom", 0.5 if pct < 90 else 0.6, self.id,
+        sign = SIGN.memory_high_then_death if pct < LIMIT.very_high_host_memory_pct else SIGN.memory_very_high_then_death
+        return [sign_finding(k, sign, self.id,
                         f"host memory was {pct:.0f}% used ({last.ref.describe()}) just before a process of the job "
                         f"was killed ({deaths[0].ref.describe()}); dmesg would show the OOM killer",
-                        [last, deaths[0]], "root", "memory")]
+                             [last, deaths[0]], "memory")]
 
 class CudaBuildNewerThanDriver(Rule):
     """NCCL says which CUDA it was built for (`NCCL version 2.25.1+cuda12.8`) and which CUDA the
@@ -183,8 +187,8 @@ class CudaBuildNewerThanDriver(Rule):
     id = "cuda-build-newer-than-driver"
 
     def findings(self, case, k, trace):
-        builds = [e for e in case.events if e.kind in ("nccl.version", "msg.nccl_version_banner") and e.data.get("cuda")]
-        drivers = [e for e in case.events if e.kind == "msg.cuda_driver_version"]
+        builds = [e for e in case.events if e.kind == KIND.nccl_version and e.data.get("cuda")]
+        drivers = [e for e in case.events if e.kind == KIND.msg_cuda_driver_version]
         if not builds or not drivers:
             return []
         driver = min(int(e.data["driver"]) for e in drivers if str(e.data.get("driver", "")).isdigit())
@@ -192,9 +196,9 @@ class CudaBuildNewerThanDriver(Rule):
         if not newer:
             return []
         trace.append(f"{self.id}: NCCL built for CUDA {newer[0].data['cuda']}, driver supports {driver // 1000}.{driver % 1000 // 10}")
-        return [finding(k, "cuda_driver_mismatch", 0.8, self.id,
+        return [sign_finding(k, SIGN.cuda_build_newer_than_driver, self.id,
                         f"NCCL was built for CUDA {newer[0].data['cuda']} but the driver supports CUDA "
-                        f"{driver // 1000}.{driver % 1000 // 10} at most", [newer[0], drivers[0]], "root", "cuda")]
+                             f"{driver // 1000}.{driver % 1000 // 10} at most", [newer[0], drivers[0]], "cuda")]
 
 
 def _cuda_number(version: str) -> int:
@@ -206,6 +210,11 @@ def _cuda_number(version: str) -> int:
         return 0
 
 
+# How a process of the job is seen to die (signals.toml `death`), the kernel's own kills aside.
+_DEATH_KINDS = deaths("fatal_signal", "exit", "exception", "reported")
+_LAUNCHER_KINDS = produced_by("parser:launcher")
+
+
 class KilledWithoutReason(Rule):
     """A rank killed by SIGKILL (exit code -9) with no OOM line in the bundle: the OOM
     killer is the usual sender, so say so — weakly, and ask for dmesg."""
@@ -213,10 +222,9 @@ class KilledWithoutReason(Rule):
     id = "sigkill-exit"
 
     def findings(self, case, k, trace):
-        kills = [e for e in case.events if died_of(e, "SIGKILL")
-                 and not e.kind.startswith("msg.dataloader")]
+        kills = [e for e in case.events if died_of(e, "SIGKILL") and e.kind in _DEATH_KINDS]
         if not kills:
             return []
         trace.append(f"{self.id}: {len(kills)} SIGKILL exit(s)")
-        return [finding(k, "host_oom", 0.35, self.id, "a rank was killed with SIGKILL (exit code -9), the OOM killer's signal",
-                        kills, "root", "SIGKILL")]
+        return [sign_finding(k, SIGN.sigkill_exit, self.id,
+                             "a rank was killed with SIGKILL (exit code -9), the OOM killer's signal", kills, "SIGKILL")]

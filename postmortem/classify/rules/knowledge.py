@@ -3,8 +3,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from postmortem.classify.rules.base import Rule, _repeat, finding
+from postmortem.classify.rules.base import Rule, _repeat, finding, sign_finding
+from postmortem.knowledge.registry import KIND, LIMIT, SIGN
 from postmortem.model import Event
+
+_PATTERN_KINDS_PREFIX = "msg."  # the kinds message patterns emit: msg.<id> (knowledge/messages.toml)
 
 class KnownMessages(Rule):
     """A known message (knowledge/messages.toml) supports the cause it names.
@@ -16,8 +19,8 @@ class KnownMessages(Rule):
     def findings(self, case, k, trace):
         by_pattern: dict[str, list[Event]] = defaultdict(list)
         for e in case.events:
-            if e.kind.startswith("msg."):
-                by_pattern[e.kind[4:]].append(e)
+            if e.kind.startswith(_PATTERN_KINDS_PREFIX):
+                by_pattern[e.kind[len(_PATTERN_KINDS_PREFIX):]].append(e)
         patterns = {m.id: m for m in k.messages}
         out = []
         for pid, events in by_pattern.items():
@@ -27,7 +30,8 @@ class KnownMessages(Rule):
             w = min(_repeat(m.weight, len(events)), m.weight_cap)
             summary = f"{len(events)} line(s) matching '{m.id}' ({k.causes[m.cause].title})"
             trace.append(f"{self.id}: {m.id} x{len(events)} -> {m.cause} ({w:.2f}), first at {events[0].ref.describe()}")
-            out.append(finding(k, m.cause, w, self.id, summary, events, m.role, discriminator=m.id))
+            out.append(finding(k, m.cause, w, self.id, summary, events, m.role, discriminator=m.id,
+                               strength=m.strength, signal=f"{_PATTERN_KINDS_PREFIX}{m.id}"))
         return out
 
 class XidCatalog(Rule):
@@ -42,7 +46,7 @@ class XidCatalog(Rule):
         xids: dict[int, list[Event]] = defaultdict(list)
         seen: set[tuple] = set()
         for e in case.events:
-            if e.kind in ("kernel.xid", "msg.nvrm_xid"):
+            if e.kind == KIND.kernel_xid:
                 key = (e.ref.path, e.ref.line)
                 code = e.data.get("code")
                 if key in seen or code is None:
@@ -59,23 +63,30 @@ class XidCatalog(Rule):
             where = f"on {len(gpus)} GPU(s): {', '.join(sorted(gpus))}"
             if info is None:
                 trace.append(f"{self.id}: Xid {code} is not in the catalog; {where}")
-                out.append(finding(k, "gpu_hardware_other", 0.3, self.id, f"Xid {code} (not in the catalog) {where}",
-                                   events, "root", discriminator=f"xid{code}"))
+                out.append(sign_finding(k, SIGN.xid_not_in_catalog, self.id, f"Xid {code} (not in the catalog) {where}",
+                                        events, discriminator=f"xid{code}"))
                 continue
             label = f"Xid {code} {info.name}: {info.meaning} ({len(events)}x {where})"
             if info.role == "consequence" or not info.cause:
                 trace.append(f"{self.id}: Xid {code} is a consequence/informational: {info.meaning}")
-                out.append(finding(k, "unknown", 0.05, self.id, label, events, "symptom", discriminator=f"xid{code}"))
+                out.append(finding(k, "unknown", LIMIT.consequence_xid_weight, self.id, label, events, "symptom",
+                                   discriminator=f"xid{code}"))
                 continue
             if info.cause == "app_fault":
-                if len(gpus) == 1 and len(events) >= 3:
-                    trace.append(f"{self.id}: app-fault Xid {code} repeats on one GPU -> hardware suspicion")
-                    out.append(finding(k, "gpu_hardware_other", 0.5, self.id, label, events, "root", f"xid{code}"))
+                pids = {e.pid for e in events if e.pid}
+                if len(gpus) == 1 and len(pids) >= LIMIT.app_fault_processes:
+                    trace.append(f"{self.id}: app-fault Xid {code} on one GPU from {len(pids)} processes -> the GPU")
+                    out.append(sign_finding(k, SIGN.xid_app_fault_repeats_on_one_gpu, self.id,
+                                            f"{label} from {len(pids)} separate processes", events, f"xid{code}"))
+                elif len(pids) == 1:
+                    trace.append(f"{self.id}: app-fault Xid {code} from one process (pid {next(iter(pids))}): its own bad access")
+                    out.append(sign_finding(k, SIGN.xid_app_fault_one_process, self.id,
+                                            f"{label} from one process (pid {next(iter(pids))})", events, f"xid{code}"))
                 else:
                     trace.append(f"{self.id}: app-fault Xid {code} {where}: the workload's own fault, not hardware")
-                    out.append(finding(k, "unknown", 0.1, self.id, label, events, "symptom", f"xid{code}"))
+                    out.append(finding(k, "unknown", LIMIT.app_fault_xid_weight, self.id, label, events, "symptom", f"xid{code}"))
                 continue
-            w = info.weight if info.role == "root" else info.weight * 0.5
+            w = info.weight if info.role == "root" else info.weight * LIMIT.symptom_xid_factor
             if len(gpus) == 1 and len(events) > 1:
                 w = _repeat(w, len(events))
             trace.append(f"{self.id}: Xid {code} -> {info.cause} ({w:.2f}) {where}")

@@ -1,0 +1,164 @@
+"""Hangs read from PyTorch Flight Recorder dumps and all-rank stacks: which rank held the job up.
+
+Per process group (postmortem/collectives.py):
+
+* ranks called different operations, sizes or dtypes at the same sequence number: the ranks
+  ran different code (collective_desync) -- the strongest sign a dump can give;
+* some ranks wait inside collective N while others never entered it: the ones behind held the
+  job up.  If such a rank died (the launcher's exit record, a traceback), its death is the
+  root (app_error); if it is alive, it was busy elsewhere (straggler_timeout), and its stack
+  (py-spy, faulthandler) says doing what;
+* every rank entered collective N and none completed it: nothing in the application is
+  behind, the collective itself did not progress (comms: nccl_network with network signs,
+  else nccl_timeout, weakly).
+"""
+from __future__ import annotations
+
+import re
+
+from postmortem import collectives, stacks as stacklib
+from postmortem.classify.rules.base import Rule, died_of, sign_finding
+from postmortem.knowledge.registry import KIND, SIGN, deaths
+from postmortem.model import Case, Event, Ref, Severity
+
+# What a rank's innermost frames say it was doing: (activity, pattern on normalized frames).
+ACTIVITIES = (
+    ("checkpointing", re.compile(r"checkpoint|save_state|torch\.save|serialization\.|_save\b|\.save$", re.I)),
+    ("data loading", re.compile(r"load_batch|dataloader|_next_data|__next__|_get_data|collate|fetch|read_shard|"
+                                r"decode|tokeniz|preprocess|dataset", re.I)),
+    ("a collective", re.compile(r"all_reduce|allreduce|all_gather|allgather|reduce_scatter|broadcast|barrier|"
+                                r"all_to_all|alltoall|distributed_c10d\.|ProcessGroup|gloo::|nccl", re.I)),
+)
+
+# A rank's death: the signals that end a process from outside or by a fault (SIGTERM is the
+# launcher tearing the job down after the fact, not a cause).
+DEATH_SIGNALS = ("SIGKILL", "SIGSEGV", "SIGBUS", "SIGABRT", "SIGILL", "SIGFPE")
+
+
+def activity(frames: tuple[str, ...]) -> str:
+    """The first activity the innermost frames match, or the user code it is in."""
+    for text in frames:
+        for name, pattern in ACTIVITIES:
+            if pattern.search(text):
+                return name
+    return "user code"
+
+
+class FlightRecorderHang(Rule):
+    id = "flightrec-hang"
+
+    def findings(self, case, k, trace):
+        traces = collectives.traces_of(case.facts)
+        if not traces:
+            return []
+        m = collectives.match(traces)
+        for note in m.notes:
+            trace.append(f"{self.id}: {note}")
+        by_ref = {(e.ref.path, e.ref.record): e for e in case.events if e.kind == KIND.fr_created}
+        groups = stacklib.group_by_stack(case.stacks)
+        out = []
+        for g in m.groups:
+            trace.append(f"{self.id}: {g.summary()}")
+            if g.desyncs:
+                out.append(self._desync(g, k, by_ref))
+            elif (g.behind or g.missing_dumps) and g.waiting:
+                out.append(self._behind(g, case, k, by_ref, groups, trace))
+            elif g.stuck_all and g.frontier is not None and len(g.dumped) >= 2:
+                out.append(self._stuck(g, case, k, by_ref))
+        return out
+
+    @staticmethod
+    def _events(refs, by_ref) -> list[Event]:
+        return [by_ref[(r.path, r.record)] for r in refs if r is not None and (r.path, r.record) in by_ref]
+
+    def _desync(self, g, k, by_ref):
+        d = g.desyncs[0]
+        refs = (d.ref,) + d.others
+        summary = (f"process group {g.pg}: at collective #{d.seq} rank {d.rank} called {d.got} while "
+                   f"rank(s) {_ranks([c for c in g.dumped if c != d.rank])} called {d.expected} "
+                   f"({d.ref.describe()}){_frames_of(d.ref, g)}")
+        events = self._events(refs, by_ref)
+        return sign_finding(k, SIGN.flightrec_desync, self.id, summary, events, "desync",
+                            extra_refs=tuple(r for r in refs if (r.path, r.record) not in by_ref))
+
+    def _behind(self, g, case: Case, k, by_ref, groups, trace):
+        behind = [b.rank for b in g.behind] + list(g.missing_dumps)
+        frontier_op = next((r.op for r in g.rows if r.seq == g.frontier), "?")
+        waiting = (f"rank(s) {_ranks(g.waiting)} waited in collective #{g.frontier} {frontier_op}"
+                   f" ({g.waiting_refs[0].describe()})" if g.waiting_refs else "")
+        death_kinds = deaths("fatal_signal", "exit", "kernel_kill")
+        died = [e for e in case.events if e.rank in behind and e.kind in death_kinds and _death(e)]
+        refs = tuple(b.ref for b in g.behind if b.ref) + g.waiting_refs
+        events = self._events(refs, by_ref)
+        extra = tuple(r for r in refs if (r.path, r.record) not in by_ref)
+        lasts = "; ".join(([f"rank(s) {_ranks(g.missing_dumps)} left no dump"] if g.missing_dumps else [])
+                          + [f"rank {b.rank} last entered #{b.last_seq}"
+                             + (f" from {_caller(b.frames)}" if b.frames else "")
+                             + (f" ({b.ref.describe()})" if b.ref else "") for b in g.behind[:3]])
+        if died:
+            d = died[0]
+            trace.append(f"{self.id}: rank {d.rank} behind and dead ({d.ref.describe()})")
+            return sign_finding(k, SIGN.flightrec_behind_rank_died, self.id,
+                                f"rank {d.rank} died ({_death(d)}, {d.ref.describe()}) after its last collective: "
+                                f"{waiting} and it never arrived; {lasts}", [d] + events, "rank-died",
+                                extra_refs=extra)
+        doing, stack_refs = self._doing(behind, groups)
+        w = (SIGN.flightrec_rank_behind.weight + (SIGN.flightrec_behind_stack_elsewhere.weight if doing else 0)
+             + (SIGN.flightrec_several_waiting.weight if len(g.waiting) >= 2 else 0))
+        trace.append(f"{self.id}: rank(s) {behind} behind, alive{'; ' + doing if doing else ''}")
+        summary = (f"rank(s) {_ranks(behind)} never entered collective #{g.frontier} while {waiting}; {lasts}"
+                   + (f"; {doing}" if doing else ""))
+        return sign_finding(k, SIGN.flightrec_rank_behind, self.id, summary, events, "behind",
+                            extra_refs=extra + stack_refs, weight=w)
+
+    @staticmethod
+    def _doing(behind: list[int], groups) -> tuple[str, tuple[Ref, ...]]:
+        """What the ranks behind were doing by their own stacks, and what the others were doing."""
+        mine = [gr for gr in groups if set(gr.ranks) & set(behind)]
+        if not mine:
+            return "", ()
+        parts, refs = [], []
+        for gr in groups[:4]:
+            ranks = list(gr.ranks)
+            verb = "is" if len(ranks) == 1 else "are"
+            parts.append(f"rank{'s' if len(ranks) > 1 else ''} {_ranks(ranks)} {verb} in {gr.where} "
+                         f"({activity(gr.frames)}; {gr.stacks[0].origin} {gr.stacks[0].ref.describe()})")
+            refs.append(gr.stacks[0].ref)
+        return "stacks: " + ", ".join(parts), tuple(refs)
+
+    def _stuck(self, g, case: Case, k, by_ref):
+        network = [e for e in case.events if e.kind == KIND.nccl_warn and e.severity in (Severity.WARNING, Severity.ERROR)]
+        frontier_op = next((r.op for r in g.rows if r.seq == g.frontier), "?")
+        events = self._events(g.waiting_refs, by_ref)
+        summary = (f"every rank of process group {g.pg} ({_ranks(g.dumped)}) entered collective #{g.frontier} "
+                   f"{frontier_op} and none completed it: no rank was behind, the collective did not progress")
+        if network:
+            return sign_finding(k, SIGN.flightrec_all_stuck_network, self.id,
+                                summary + f"; network errors: {network[0].ref.describe()}", events + network[:2], "stuck")
+        return sign_finding(k, SIGN.flightrec_all_stuck, self.id, summary, events, "stuck")
+
+
+def _death(e: Event) -> str:
+    """The fatal signal an event says a process died of, or "" (an exit code 1 after the
+    rank's own timeout, or the launcher's SIGTERM, is no cause by itself)."""
+    return next((s for s in DEATH_SIGNALS if died_of(e, s)), "")
+
+
+def _caller(frames) -> str:
+    """The first frame outside torch.distributed: where the program called the collective."""
+    for f in frames:
+        if f.file and "torch/distributed" not in f.file:
+            return f"{f.function} ({f.file.rsplit('/', 1)[-1]}:{f.line})"
+    return f"{frames[0].function}" if frames else "?"
+
+
+def _frames_of(ref: Ref, g) -> str:
+    for row in g.rows:
+        for c in row.cells:
+            if c.entry is not None and c.entry.ref(ref.path) == ref and c.entry.frames:
+                return f", called from {_caller(c.entry.frames)}"
+    return ""
+
+
+def _ranks(ranks) -> str:
+    return collectives._span(ranks)

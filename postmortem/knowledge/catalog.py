@@ -1,0 +1,345 @@
+"""The catalogs generated from the upstream sources (knowledge/catalogs/*.json, made by
+tools/catalogs/gen_*.py): every NCCL WARN format, cudaError_t/CUresult, Xid, SXid, NV_STATUS
+code, and the PyTorch and kernel messages that explain a dead training job.
+
+Loaded lazily (nothing is read or compiled at import); a regex is compiled the first time
+its entry is a candidate for a line.  Every generated regex is linear-time: bounded classes,
+no nested quantifier (tests/test_catalogs.py checks each one).
+
+Lookups: match_nccl(line), cuda_error(name | number | message), cuda_errors_in(line),
+xid(code), sxid(code), nv_status(name), nv_status_in(line), match_message(line),
+coverage().
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+CONTEXT = "context"     # the entry says what failed, not why
+CUDA = "cuda"           # read the CUDA error text the line carries
+ERRNO = "errno"         # read the strerror text the line carries
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One catalog entry: a message (with its regex) or a numbered code."""
+    catalog: str
+    id: str
+    name: str            # a code's name, or a message's fixed words
+    cause: str           # a cause id, 'context', 'cuda', 'errno', or '' (not yet mapped)
+    strength: str        # 'specific' (one clear reading) | 'subsystem' (a whole class) | 'none' | 'unmatchable'
+    why: str
+    number: int | None = None
+    message: str = ""    # the text the code prints (CUDA, NV_STATUS, ncclResult_t)
+    regex: str = ""      # for messages
+    key: str = ""        # the longest fixed piece: a cheap prefilter
+    subsystem: str = ""
+    files: tuple[str, ...] = ()
+    versions: tuple[str, ...] = ()
+    level: str = ""      # NCCL: WARN | INFO
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A catalog entry found on a line, with the cause it reads as on that line (errno,
+    CUDA text, signal or oops module refine a class-level entry)."""
+    entry: Entry
+    cause: str           # a cause id or 'context'
+    strength: str        # 'specific' | 'subsystem'
+    detail: str = ""     # what refined it (an errno text, a CUDA error name, a module)
+
+
+@dataclass(frozen=True, slots=True)
+class CoverageRow:
+    catalog: str
+    version: str
+    total: int
+    mapped: int
+    context: int
+    unmapped: int
+
+
+def _read(name: str) -> dict:
+    text = resources.files("postmortem.knowledge").joinpath("catalogs", name).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def _entry(catalog: str, e: dict) -> Entry:
+    return Entry(catalog=catalog, id=e["id"], name=e.get("name") or e.get("format") or e.get("template", ""),
+                 cause=e.get("cause", ""), strength=e.get("strength", "specific"), why=e.get("why", ""),
+                 number=e.get("number", e.get("code")), message=e.get("message", ""), regex=e.get("regex", ""),
+                 key=e.get("key", ""), subsystem=e.get("subsystem", e.get("family", "")),
+                 files=tuple(e.get("files", [e["file"]] if "file" in e else [])), versions=tuple(e.get("versions", [])),
+                 level=e.get("level", ""))
+
+
+@functools.lru_cache(maxsize=None)
+def _catalog(name: str) -> tuple[dict, tuple[Entry, ...]]:
+    data = _read(f"{name}.json")
+    return data, tuple(_entry(name, e) for e in data["entries"])
+
+
+@functools.lru_cache(maxsize=None)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+# --- NCCL ---------------------------------------------------------------------------------
+
+# "host:pid:tid [dev] transport/net_ib.cc:93 NCCL WARN text" (file:line since NCCL 2.x, an
+# optional "(func)" on some builds).
+_NCCL_LINE = re.compile(r"(?:(?P<file>[\w./-]{1,120}\.(?:cc|cu|h|cpp|c)):\d{1,6} (?:\(\w{1,80}\) )?)?NCCL (?P<level>WARN|INFO) ?")
+_PREFIX = 8  # entries indexed by the first characters of their fixed prefix
+
+
+@functools.lru_cache(maxsize=None)
+def _nccl_index() -> tuple[dict[tuple[str, str], tuple[Entry, ...]], dict[str, tuple[Entry, ...]], list, dict]:
+    data, entries = _catalog("nccl")
+    by_prefix: dict[tuple[str, str], list[Entry]] = {}
+    floating: dict[str, list[Entry]] = {}
+    for e in entries:
+        if e.strength == "unmatchable":
+            continue
+        head = _fixed_head(e.name)
+        if len(head) >= _PREFIX:
+            by_prefix.setdefault((e.level, head[:_PREFIX]), []).append(e)
+        else:
+            floating.setdefault(e.level, []).append(e)
+    rules = [(re.compile(r["path"]), r["subsystem"], r["cause"]) for r in data["file_rules"]]
+    return ({k: tuple(v) for k, v in by_prefix.items()}, {k: tuple(v) for k, v in floating.items()}, rules,
+            data["errno_readings"])
+
+
+def _fixed_head(fmt: str) -> str:
+    """The literal start of a printf format (up to the first conversion or macro argument)."""
+    m = re.search(r"%|\x00", fmt)
+    return fmt[:m.start()] if m else fmt
+
+
+def match_nccl(line: str) -> Match | None:
+    """The NCCL catalog entry a WARN / failure INFO line comes from, or None.  Accepts a whole
+    log line (the source file it names picks the subsystem of generic macros) or the bare
+    message."""
+    m = _NCCL_LINE.search(line)
+    if m:
+        level, text, src = m.group("level"), line[m.end():].rstrip(), m.group("file") or ""
+    else:
+        level, text, src = "WARN", line.strip(), ""
+    by_prefix, floating, rules, errnos = _nccl_index()
+    candidates = list(by_prefix.get((level, text[:_PREFIX]), ())) + [e for e in floating.get(level, ()) if e.key in text]
+    hits = [e for e in candidates if _regex(e.regex).match(text)]
+    if not hits:
+        return None
+    # The entry printed by the file the line names wins; then the one with most fixed text.
+    hits.sort(key=lambda e: (not (src and any(src.endswith(f) for f in e.files)), -len(re.sub(r"%\S|\x00", "", e.name))))
+    e = hits[0]
+    generic = all(f.startswith("include/checks") for f in e.files)
+    subsystem, file_cause = e.subsystem, e.cause
+    if src and (generic or e.cause == ERRNO):
+        short = src.split("src/")[-1]
+        subsystem, file_cause = next(((s, c) for rx, s, c in rules if rx.search(short)), (e.subsystem, e.cause))
+    cause, strength, detail = e.cause, e.strength, ""
+    if generic and cause in (CONTEXT, ERRNO, ""):  # a generic macro: the file that called it decides
+        cause, strength = file_cause or "", "subsystem"
+    # An errno text on the line reads the failure (ENOSPC in shm, ENOMEM registering IB memory).
+    for text_, reading in errnos.get(subsystem, {}).items():
+        if text_ in text:
+            cause, strength, detail = reading, "specific", text_
+            break
+    else:
+        if cause == ERRNO:  # no errno on the line: the subsystem's reading, weakly
+            cause, strength = (file_cause if file_cause != ERRNO else "") or CONTEXT, "subsystem"
+    if cause == CUDA:
+        found = cuda_errors_in(text)
+        if found:
+            cause, detail = found[0].cause, found[0].name
+            strength = found[0].strength
+        else:
+            cause, strength = CONTEXT, "subsystem"
+    return Match(e, cause or "", strength, detail)
+
+
+def nccl_result(name_or_number: str | int) -> Entry | None:
+    data, _ = _catalog("nccl")
+    for r in data["results"]:
+        if name_or_number in (r["name"], r["number"], str(r["number"])):
+            return _entry("nccl", r)
+    return None
+
+
+# --- CUDA ---------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _cuda_index() -> tuple[dict, dict, dict]:
+    data, entries = _catalog("cuda")
+    by_name = {e.name: e for e in entries}
+    by_number = {}
+    by_message = {}
+    for e in entries:  # the runtime's entry is the reading for a bare number or text
+        if e.catalog == "cuda" and e.id.startswith("cuda."):
+            by_number.setdefault(e.number, e)
+            if e.message:
+                by_message.setdefault(e.message, e)
+    for e in entries:
+        by_number.setdefault(e.number, e)
+    for raw in data["entries"]:  # texts older runtimes printed for the same number
+        for text in raw.get("older_messages", []):
+            by_message.setdefault(text, by_name[raw["name"]])
+    return by_name, by_number, by_message
+
+
+def cuda_error(key: str | int) -> Entry | None:
+    """A cudaError_t / CUresult by name (cudaErrorIllegalAddress, CUDA_ERROR_ILLEGAL_ADDRESS),
+    number, or the message text CUDA prints."""
+    by_name, by_number, by_message = _cuda_index()
+    if isinstance(key, int):
+        return by_number.get(key)
+    key = key.strip()
+    if key.isdigit():
+        return by_number.get(int(key))
+    return by_name.get(key) or by_message.get(key)
+
+
+_CUDA_NAME = re.compile(r"\b(cudaError[A-Z]\w{0,60}|CUDA_ERROR_[A-Z_]{2,60})\b")
+_CUDA_TEXT = re.compile(r"(?:CUDA error|CUDA driver error|CUDA Runtime Error|Cuda failure|cuda error|CUDA failure)"
+                        r"(?: (?P<number>\d{1,5}))?\W{0,3}(?P<text>[^'\"\n]{1,160})")
+
+
+def cuda_errors_in(line: str) -> list[Entry]:
+    """The CUDA errors a line names: by name, or by the message after 'CUDA error:' /
+    "Cuda failure N '...'"."""
+    out: list[Entry] = []
+    for m in _CUDA_NAME.finditer(line):
+        e = cuda_error(m.group(1))
+        if e and e not in out:
+            out.append(e)
+    if "uda" not in line and "UDA" not in line:
+        return out
+    _, _, by_message = _cuda_index()
+    for m in _CUDA_TEXT.finditer(line):
+        text = m.group("text").strip().rstrip(".").strip()
+        e = by_message.get(text)
+        if e is None:  # the message may run on ("..., file.cu:12"): longest known prefix
+            e = next((x for msg, x in sorted(by_message.items(), key=lambda kv: -len(kv[0]))
+                      if text.startswith(msg)), None)
+        if e is None and m.group("number"):
+            e = cuda_error(int(m.group("number")))
+        if e and e not in out:
+            out.append(e)
+    return out
+
+
+# --- NVIDIA driver ------------------------------------------------------------------------
+
+def xid(code: int):
+    """The Xid catalog entry (knowledge/xid.toml, the whole NVIDIA catalog) for a code."""
+    from postmortem import knowledge
+    return knowledge.load().xids.get(int(code))
+
+
+@functools.lru_cache(maxsize=None)
+def _by_name(catalog: str) -> dict:
+    _, entries = _catalog(catalog)
+    return {e.name: e for e in entries} | {e.number: e for e in entries}
+
+
+def sxid(code: int) -> Entry | None:
+    return _by_name("sxid").get(int(code))
+
+
+def nv_status(name: str) -> Entry | None:
+    return _by_name("nv_status").get(name)
+
+
+_NV_STATUS = re.compile(r"\b(NV_(?:ERR|WARN)_[A-Z0-9_]{2,60})\b")
+
+
+def nv_status_in(line: str) -> list[Entry]:
+    return [e for e in (nv_status(m.group(1)) for m in _NV_STATUS.finditer(line)) if e is not None]
+
+
+# --- PyTorch and kernel messages ----------------------------------------------------------
+
+_RIP_MODULE = re.compile(r"RIP: \w{1,8}:(?P<func>[\w.]{1,120})\+0x[0-9a-f]{1,16}/0x[0-9a-f]{1,16} \[(?P<module>\w{1,60})\]")
+
+
+def match_message(line: str, catalogs: tuple[str, ...] = ("pytorch", "kernel")) -> Match | None:
+    """The PyTorch or kernel catalog entry a line carries (searched anywhere in the line)."""
+    for name in catalogs:
+        data, entries = _catalog(name)
+        for e in entries:
+            if e.key and e.key not in line:
+                continue
+            if not _regex(e.regex).search(line):
+                continue
+            cause, strength, detail = e.cause, e.strength, ""
+            if name == "pytorch":
+                for signal, reading in data.get("signal_readings", {}).items():
+                    if "killed by signal" in line and signal in line:
+                        cause, strength, detail = reading, "specific", signal
+                        break
+            if e.id == "k.oops_rip":
+                rip = _RIP_MODULE.search(line)
+                module = rip.group("module") if rip else ""
+                reading = next((c for prefix, c in data.get("module_readings", {}).items()
+                                if module == prefix or module.startswith(prefix + "_")), "")
+                if reading:
+                    cause, strength, detail = reading, "specific", f"{rip.group('func')} [{module}]"
+            return Match(e, cause, strength, detail)
+    return None
+
+
+# --- coverage -----------------------------------------------------------------------------
+
+def _split(entries) -> tuple[int, int, int]:
+    mapped = sum(1 for e in entries if e.cause and e.cause != CONTEXT)
+    context = sum(1 for e in entries if e.cause == CONTEXT)
+    return mapped, context, len(entries) - mapped - context
+
+
+def coverage() -> list[CoverageRow]:
+    """Per catalog and upstream version: entries mapped to a cause (including 'read the CUDA
+    error / errno text'), marked context, or not yet mapped."""
+    rows = []
+    data, entries = _catalog("nccl")
+    for level in ("WARN", "INFO"):
+        for tag in data["commits"]:
+            subset = [e for e in entries if e.level == level and tag in e.versions]
+            if subset:
+                rows.append(CoverageRow(f"nccl {level}", tag, len(subset), *_split(subset)))
+    results = [_entry("nccl", r) for r in data["results"]]
+    rows.append(CoverageRow("nccl ncclResult_t", data["version"], len(results), *_split(results)))
+    data, entries = _catalog("cuda")
+    for api, label in (("runtime", "cuda cudaError_t"), ("driver", "cuda CUresult")):
+        subset = [e for e in entries if e.id.startswith("cuda." if api == "runtime" else "cu.")]
+        rows.append(CoverageRow(label, data["version"], len(subset), *_split(subset)))
+    from postmortem import knowledge
+    xids = knowledge.load().xids.values()
+    mapped = sum(1 for x in xids if x.cause)
+    context = sum(1 for x in xids if not x.cause and x.role in ("context", "consequence"))
+    rows.append(CoverageRow("nvidia Xid", "NVIDIA catalog via GPUd", len(xids), mapped, context, len(xids) - mapped - context))
+    for name, label in (("sxid", "nvidia SXid"), ("nv_status", "nvidia NV_STATUS"), ("pytorch", "pytorch"), ("kernel", "kernel")):
+        data, entries = _catalog(name)
+        rows.append(CoverageRow(label, data["version"], len(entries), *_split(entries)))
+    return rows
+
+
+def coverage_table() -> str:
+    """coverage() as the text `postmortem rules --coverage` prints."""
+    rows = coverage()
+    lines = [f"{'catalog':20} {'upstream version':24} {'entries':>7} {'cause':>6} {'context':>7} {'unmapped':>8} {'covered':>7}"]
+    for r in rows:
+        covered = (r.mapped + r.context) / r.total if r.total else 1.0
+        lines.append(f"{r.catalog:20} {r.version:24} {r.total:7} {r.mapped:6} {r.context:7} {r.unmapped:8} {covered:7.1%}")
+    lines.append("cause = mapped to a cause (or to 'read the CUDA error / errno text it carries'); context = says what "
+                 "failed, not why; generated by tools/catalogs/gen_*.py")
+    return "\n".join(lines)
+
+
+def catalogs() -> dict[str, dict]:
+    """Each catalog's header (upstream, version, generator) without its entries."""
+    return {name: {k: v for k, v in _catalog(name)[0].items() if k not in ("entries", "results", "file_rules")}
+            for name in ("nccl", "cuda", "sxid", "nv_status", "pytorch", "kernel")}

@@ -1,0 +1,492 @@
+"""PyTorch Flight Recorder dumps (pickle and JSON, every version torch has shipped).
+
+Flight Recorder keeps the last N collectives of every process group of a rank
+(`TORCH_FR_BUFFER_SIZE`, formerly `TORCH_NCCL_TRACE_BUFFER_SIZE`) and writes them on a
+timeout (`TORCH_FR_DUMP_ON_TIMEOUT` / `TORCH_NCCL_DUMP_ON_TIMEOUT`) to
+`<TORCH_FR_DUMP_TEMP_FILE><rank>` (default `/tmp/nccl_trace_rank_<rank>`), or on demand
+(`torch._C._distributed_c10d._dump_fr_trace()` / `_dump_fr_trace_json()`).  The rank is in
+the file name only, as torch's own loader (torch/distributed/flight_recorder/components/
+loader.py) reads it: the trailing digits.
+
+A dump is a dict: `version` ("1.x" .. "2.10" so far; minor = added fields), `entries`,
+`pg_config` (name -> {name, desc, ranks}), `pg_status` (pg_id -> last enqueued / started /
+completed collective), `comm_lib_version` or `nccl_version`.  An entry has `record_id`,
+`pg_id`, `process_group` (name, desc), `collective_seq_id`, `p2p_seq_id`, `op_id`,
+`profiling_name` ("nccl:all_reduce"), `input_sizes`/`input_dtypes`/`output_sizes`/
+`output_dtypes`, `state` (scheduled/started/completed), `time_created_ns`,
+`time_discovered_started_ns`/`..._completed_ns`, `timeout_ms`, `retired`, `is_p2p`,
+`frames` ([{name, filename, line}], pickle only).  Fields appeared over the versions, so
+every one is optional here; an entry without `profiling_name` is skipped with a note.
+
+Dumps are untrusted input.  A pickle is never given to `pickle.load`: it is read by an
+Unpickler whose `find_class` and `persistent_load` always refuse, so the only objects it
+can build are dicts, lists, tuples, sets, strings, bytes, numbers, booleans and None --
+no import, no call, no code.  Size is capped before reading; the result is then read
+through a fixed schema (known keys, checked types, capped lengths), so no deep or odd
+structure reaches the rest of the tool.
+
+The dump is kept in columns (`RankTrace`): 1,024 ranks x 2,000 entries must fit in a few
+hundred MB.  Gloo in torch 2.13 leaves `state` at "scheduled" for every entry and records
+completion in `pg_status`; an entry counts as completed when its state says so or its
+sequence number is at or below the group's `last_completed_collective`.
+"""
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import re
+from array import array
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterator
+
+from postmortem.model import ClockKind, Event, Fact, Frame, Ref, Severity, Stamp
+
+MAX_DUMP_BYTES = 512 << 20     # a 2,000-entry dump with Python frames is a few MB
+MAX_ENTRIES = 200_000          # per dump; torch's ring buffer default is 2,000
+MAX_FRAMES = 64                # per entry
+MAX_DIMS = 64                  # tensors per entry, and dimensions per tensor
+MAX_TEXT = 512                 # characters of any string kept
+TAIL_EVENTS = 24               # entries per rank and process group placed on the timeline
+
+KNOWN_MAJOR = (1, 2)           # "1.x" (2.2 era) .. "2.10" (torch 2.13); a newer major changed fields
+PICKLE_PROTOCOLS = b"\x02\x03\x04\x05"
+
+STATES = ("scheduled", "started", "completed")
+DONE_STATE = 2
+
+_RANK_IN_NAME = re.compile(r"(\d+)(?:\.(?:pkl|pickle|json|bin|dump))?$", re.I)
+_RANK_WORD = re.compile(r"rank[_-]?(\d+)", re.I)
+
+
+class DumpError(ValueError):
+    """The file cannot be read as a Flight Recorder dump; the message says why."""
+
+
+# ------------------------------------------------------------------------------ sniffing
+
+def looks_like_pickle(head: bytes) -> bool:
+    """Pickle protocol 2+ (torch writes protocol 2)."""
+    return len(head) >= 2 and head[0] == 0x80 and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")
+
+
+def looks_like_json_dump(head: bytes) -> bool:
+    """A JSON object with Flight Recorder's keys in its first bytes (torch sorts the keys)."""
+    start = head.lstrip()[:1]
+    return start == b"{" and b'"entries"' in head and (
+        b'"profiling_name"' in head or b'"pg_config"' in head or b'"collective_seq_id"' in head
+        or b'"comm_lib_version"' in head or b'"version"' in head)
+
+
+# ------------------------------------------------------------------------------ loading
+
+class _NoObjects(pickle.Unpickler):
+    """An Unpickler that can build builtin containers and scalars only."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise DumpError(f"the pickle asks to import {module}.{name}; a Flight Recorder dump holds only "
+                        "dicts, lists, strings and numbers, so it was refused and nothing in it was run")
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise DumpError("the pickle refers to a persistent object; refused, nothing in it was run")
+
+
+def load(data: bytes) -> dict:
+    """The dump as plain Python data, or DumpError.  Never runs code from the file."""
+    if len(data) > MAX_DUMP_BYTES:
+        raise DumpError(f"{len(data)} bytes is over the {MAX_DUMP_BYTES >> 20} MiB cap for a dump; not read")
+    if not data.strip():
+        raise DumpError("empty file")
+    if looks_like_pickle(data[:2]):
+        try:
+            obj = _NoObjects(io.BytesIO(data)).load()
+        except DumpError:
+            raise
+        except (pickle.UnpicklingError, EOFError) as exc:
+            raise DumpError(f"truncated or damaged pickle: {exc}") from None
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, MemoryError, OverflowError,
+                RecursionError, UnicodeDecodeError) as exc:
+            raise DumpError(f"damaged pickle: {type(exc).__name__}: {exc}") from None
+    elif data.lstrip()[:1] == b"{":
+        try:
+            obj = json.loads(data)
+        except RecursionError:
+            raise DumpError("JSON nested too deeply for a Flight Recorder dump") from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise DumpError(f"truncated or damaged JSON: {exc}") from None
+    else:
+        raise DumpError("neither a pickle nor a JSON object")
+    if not isinstance(obj, dict):
+        raise DumpError(f"the top level is a {type(obj).__name__}, not the dict a Flight Recorder dump is")
+    if "entries" not in obj and "version" not in obj:
+        raise DumpError("a dict without 'entries' or 'version': not a Flight Recorder dump")
+    return obj
+
+
+# ------------------------------------------------------------------------------ the model
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    in_sizes: tuple[tuple[int, ...], ...]
+    in_dtypes: tuple[str, ...]
+    out_sizes: tuple[tuple[int, ...], ...]
+    out_dtypes: tuple[str, ...]
+
+    def describe(self) -> str:
+        def sizes(s):
+            return ",".join("x".join(map(str, t)) or "scalar" for t in s) or "-"
+        return f"in {sizes(self.in_sizes)} {'/'.join(self.in_dtypes) or '-'} -> out {sizes(self.out_sizes)}"
+
+
+@dataclass(frozen=True, slots=True)
+class FrEntry:
+    """One recorded collective, built on demand from a RankTrace's columns."""
+
+    index: int                    # position in the dump's `entries`
+    record_id: int | None
+    pg: str                       # process group name (process_group[0], else pg_id)
+    pg_desc: str
+    seq: int | None               # collective_seq_id (None for p2p-only entries in old dumps)
+    p2p_seq: int | None
+    op: str                       # profiling_name without the backend: all_reduce, broadcast, send 0->1
+    backend: str                  # nccl, gloo, ...
+    state: str                    # as recorded
+    completed: bool               # by state, or by pg_status (gloo)
+    started: bool
+    shape: Shape
+    created_ns: int | None
+    started_ns: int | None
+    completed_ns: int | None
+    timeout_ms: int | None
+    retired: bool | None
+    is_p2p: bool
+    frames: tuple[Frame, ...]     # innermost first, as recorded
+
+    def ref(self, path: str) -> Ref:
+        return Ref(path, record=f"entries[{self.index}]", text=self.describe())
+
+    def describe(self) -> str:
+        where = f"seq {self.seq}" if self.seq is not None else f"p2p seq {self.p2p_seq}"
+        state = "completed" if self.completed else self.state
+        return (f"entries[{self.index}] record_id {self.record_id}: pg {self.pg} {where} "
+                f"{self.backend + ':' if self.backend else ''}{self.op} {self.shape.describe()} {state}")
+
+
+@dataclass
+class RankTrace:
+    """One rank's dump, column by column (see module docstring for why)."""
+
+    path: str
+    rank: int | None
+    version: str
+    comm_lib_version: str
+    host: str | None = None
+    pg_ranks: dict[str, tuple[int, ...]] = field(default_factory=dict)   # pg name -> global ranks
+    pg_status: dict[str, dict[str, int]] = field(default_factory=dict)   # pg_id -> last_* counters
+    problems: list[str] = field(default_factory=list)
+    # interned values
+    strings: list[str] = field(default_factory=list)
+    shapes: list[Shape] = field(default_factory=list)
+    stacks: list[tuple[Frame, ...]] = field(default_factory=list)
+    # columns, one item per kept entry
+    index: array = field(default_factory=lambda: array("l"))
+    record_id: array = field(default_factory=lambda: array("q"))
+    pg: array = field(default_factory=lambda: array("l"))
+    pg_desc: array = field(default_factory=lambda: array("l"))
+    seq: array = field(default_factory=lambda: array("q"))
+    p2p_seq: array = field(default_factory=lambda: array("q"))
+    op: array = field(default_factory=lambda: array("l"))
+    backend: array = field(default_factory=lambda: array("l"))
+    state: array = field(default_factory=lambda: array("l"))
+    done: array = field(default_factory=lambda: array("b"))       # 0 no, 1 started, 2 completed
+    shape: array = field(default_factory=lambda: array("l"))
+    created: array = field(default_factory=lambda: array("q"))
+    started: array = field(default_factory=lambda: array("q"))
+    completed: array = field(default_factory=lambda: array("q"))
+    timeout: array = field(default_factory=lambda: array("q"))
+    retired: array = field(default_factory=lambda: array("b"))
+    p2p: array = field(default_factory=lambda: array("b"))
+    frames: array = field(default_factory=lambda: array("l"))
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    def __str__(self) -> str:
+        groups = len(set(self.pg))
+        return (f"Flight Recorder dump v{self.version or '?'} of rank {self.rank if self.rank is not None else '?'}: "
+                f"{len(self)} entries in {groups} process group(s)")
+
+    __repr__ = __str__
+
+    def entry(self, i: int) -> FrEntry:
+        s = self.strings
+        opt = _opt
+        return FrEntry(
+            index=self.index[i], record_id=opt(self.record_id[i]), pg=s[self.pg[i]], pg_desc=s[self.pg_desc[i]],
+            seq=opt(self.seq[i]), p2p_seq=opt(self.p2p_seq[i]), op=s[self.op[i]], backend=s[self.backend[i]],
+            state=s[self.state[i]], completed=self.done[i] == 2, started=self.done[i] >= 1,
+            shape=self.shapes[self.shape[i]], created_ns=opt(self.created[i]), started_ns=opt(self.started[i]),
+            completed_ns=opt(self.completed[i]), timeout_ms=opt(self.timeout[i]),
+            retired=None if self.retired[i] < 0 else bool(self.retired[i]), is_p2p=bool(self.p2p[i]),
+            frames=self.stacks[self.frames[i]])
+
+    def entries(self) -> Iterator[FrEntry]:
+        return (self.entry(i) for i in range(len(self)))
+
+
+def _opt(value: int) -> int | None:
+    return None if value < 0 else value
+
+
+# ------------------------------------------------------------------------------ reading
+
+def rank_from_name(path: str) -> int | None:
+    """torch names a dump `<prefix><rank>`; a `rank<N>` elsewhere in the path is the fallback."""
+    base = path.rsplit("/", 1)[-1]
+    m = _RANK_IN_NAME.search(base)
+    if m:
+        return int(m.group(1))
+    m = _RANK_WORD.search(path)
+    return int(m.group(1)) if m else None
+
+
+def read(data: bytes, path: str, host: str | None = None) -> RankTrace:
+    """One dump file -> RankTrace; DumpError when it is not a readable dump at all."""
+    raw = load(data)
+    version = _text(raw.get("version"))
+    trace = RankTrace(path=path, rank=rank_from_name(path), version=version,
+                      comm_lib_version=_text(raw.get("comm_lib_version", raw.get("nccl_version", ""))), host=host)
+    _check_version(version, trace)
+    if trace.rank is None:
+        trace.problems.append("no rank in the file name (torch names dumps <prefix><rank>); "
+                              "cross-rank matching cannot place this dump")
+    trace.pg_ranks = _pg_ranks(raw.get("pg_config"), trace)
+    statuses = _pg_status(raw.get("pg_status"))
+    entries = raw.get("entries")
+    if entries is None:
+        entries = []
+        trace.problems.append("the dump has no 'entries' (dumped with includeCollectives off?)")
+    if not isinstance(entries, list):
+        raise DumpError(f"'entries' is a {type(entries).__name__}, not a list")
+    if len(entries) > MAX_ENTRIES:
+        trace.problems.append(f"{len(entries)} entries; only the last {MAX_ENTRIES} were read")
+        entries = entries[-MAX_ENTRIES:]
+        offset = len(raw["entries"]) - MAX_ENTRIES
+    else:
+        offset = 0
+    _fill(trace, entries, offset, statuses)
+    trace.pg_status = statuses
+    return trace
+
+
+def _check_version(version: str, trace: RankTrace) -> None:
+    m = re.fullmatch(r"(\d+)\.(\d+)", version)
+    if not m:
+        trace.problems.append(f"unknown Flight Recorder version {version!r}; read by field names, as far as they go")
+    elif int(m.group(1)) not in KNOWN_MAJOR:
+        trace.problems.append(f"Flight Recorder version {version} is newer than the versions this reader knows "
+                              f"(1.x-2.x); a new major version changes fields: read by field names, check the result")
+
+
+def _pg_ranks(config: Any, trace: RankTrace) -> dict[str, tuple[int, ...]]:
+    out: dict[str, tuple[int, ...]] = {}
+    if not isinstance(config, dict):
+        return out
+    for key, value in list(config.items())[:4096]:
+        if not isinstance(value, dict):
+            continue
+        name = _text(value.get("name", key)) or _text(key)
+        ranks = value.get("ranks")
+        if isinstance(ranks, str):   # torch writes the list as its string form, "[0, 1, 2]"
+            ranks = [int(x) for x in re.findall(r"-?\d+", ranks[:1 << 20])]
+        if isinstance(ranks, list):
+            out[name] = tuple(int(r) for r in ranks[:1 << 20] if _is_int(r))
+    return out
+
+
+def _pg_status(status: Any) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    if not isinstance(status, dict):
+        return out
+    for key, value in list(status.items())[:4096]:
+        if isinstance(value, dict):
+            out[_text(key)] = {k: int(v) for k, v in value.items()
+                               if isinstance(k, str) and _is_int(v)}
+    return out
+
+
+def _fill(trace: RankTrace, entries: list, offset: int, statuses: dict[str, dict[str, int]]) -> None:
+    intern: dict[Any, int] = {}
+    strings = trace.strings
+    shape_ids: dict[Shape, int] = {}
+    stack_ids: dict[Any, int] = {}
+    frame_cache: dict[tuple, Frame] = {}
+    skipped = 0
+
+    def sid(text: str) -> int:
+        n = intern.get(text)
+        if n is None:
+            n = intern[text] = len(strings)
+            strings.append(text)
+        return n
+
+    cols = (trace.index, trace.record_id, trace.pg, trace.pg_desc, trace.seq, trace.p2p_seq, trace.op,
+            trace.backend, trace.state, trace.done, trace.shape, trace.created, trace.started, trace.completed,
+            trace.timeout, trace.retired, trace.p2p, trace.frames)
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict) or not isinstance(e.get("profiling_name"), str):
+            skipped += 1
+            continue
+        name = e["profiling_name"][:MAX_TEXT]
+        backend, _, op = name.partition(":") if ":" in name else ("", "", name)
+        pg_name, pg_desc = _pg_of(e)
+        seq = _int(e.get("collective_seq_id"))
+        p2p_seq = _int(e.get("p2p_seq_id"))
+        is_p2p = e.get("is_p2p")
+        is_p2p = bool(is_p2p) if isinstance(is_p2p, bool) else op.split(" ")[0] in ("send", "recv")
+        state = _text(e.get("state")) or "?"
+        started_ns = _time(e.get("time_discovered_started_ns"))
+        completed_ns = _time(e.get("time_discovered_completed_ns"))
+        done = 2 if state == "completed" else 1 if state == "started" else 0
+        st = statuses.get(str(_int(e.get("pg_id")))) if _int(e.get("pg_id")) >= 0 else None
+        if done < 2 and st and seq >= 0 and not is_p2p:
+            if st.get("last_completed_collective", -1) >= seq:
+                done = 2
+            elif st.get("last_started_collective", -1) >= seq:
+                done = 1
+        shape = Shape(_sizes(e.get("input_sizes")), _dtypes(e.get("input_dtypes")),
+                      _sizes(e.get("output_sizes")), _dtypes(e.get("output_dtypes")))
+        shape_n = shape_ids.get(shape)
+        if shape_n is None:
+            shape_n = shape_ids[shape] = len(trace.shapes)
+            trace.shapes.append(shape)
+        frames = e.get("frames")
+        key = _frames_key(frames)
+        stack_n = stack_ids.get(key)
+        if stack_n is None:
+            stack_n = stack_ids[key] = len(trace.stacks)
+            trace.stacks.append(_frames(frames, frame_cache))
+        retired = e.get("retired")
+        values = (offset + i, _int(e.get("record_id")), sid(pg_name), sid(pg_desc), seq, p2p_seq, sid(op),
+                  sid(backend), sid(state), done, shape_n, _time(e.get("time_created_ns")), started_ns,
+                  completed_ns, _int(e.get("timeout_ms")), -1 if not isinstance(retired, bool) else int(retired),
+                  int(is_p2p), stack_n)
+        for col, v in zip(cols, values):
+            col.append(v)
+    if skipped:
+        trace.problems.append(f"{skipped} entr{'y' if skipped == 1 else 'ies'} without a profiling_name skipped")
+
+
+def _pg_of(e: dict) -> tuple[str, str]:
+    pg = e.get("process_group")
+    if isinstance(pg, (list, tuple)) and len(pg) >= 1:
+        return _text(pg[0]), _text(pg[1]) if len(pg) > 1 else ""
+    pg_id = e.get("pg_id")
+    return (_text(pg_id) if pg_id is not None else "?"), ""
+
+
+def _frames_key(frames: Any) -> Any:
+    if not isinstance(frames, list):
+        return None
+    return tuple((_text(f.get("name")), _text(f.get("filename")), _int(f.get("line"))) if isinstance(f, dict) else None
+                 for f in frames[:MAX_FRAMES])
+
+
+def _frames(frames: Any, cache: dict) -> tuple[Frame, ...]:
+    if not isinstance(frames, list):
+        return ()
+    out = []
+    for f in frames[:MAX_FRAMES]:
+        if not isinstance(f, dict):
+            continue
+        name, filename, line = _text(f.get("name")) or None, _text(f.get("filename")) or None, _int(f.get("line"))
+        key = (name, filename, line)
+        frame = cache.get(key)
+        if frame is None:
+            frame = cache[key] = Frame(function=name, file=filename, line=line if line >= 0 else None,
+                                       language="python")
+        out.append(frame)
+    return tuple(out)
+
+
+def _sizes(value: Any) -> tuple[tuple[int, ...], ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(tuple(int(d) for d in t[:MAX_DIMS] if _is_int(d)) for t in value[:MAX_DIMS] if isinstance(t, list))
+
+
+def _dtypes(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(_text(d) for d in value[:MAX_DIMS])
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int(v: Any) -> int:
+    """Non-negative ints as they are; anything else (absent, None, text) as -1."""
+    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 62:
+        return v
+    if isinstance(v, str) and v.isdigit() and len(v) < 19:
+        return int(v)
+    return -1
+
+
+def _time(v: Any) -> int:
+    """A nanosecond time; JSON dumps write 0 for "not yet"."""
+    n = _int(v)
+    return n if n > 0 else -1
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, str):
+        return v[:MAX_TEXT]
+    if isinstance(v, bytes):
+        return v[:MAX_TEXT].decode("utf-8", "replace")
+    if v is None:
+        return ""
+    if isinstance(v, (int, float)):
+        return str(v)
+    return ""
+
+
+# ------------------------------------------------------------------------------ to the case
+
+def stamp_of(ns: int | None) -> Stamp | None:
+    if ns is None or ns <= 0:
+        return None
+    try:
+        at = datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return Stamp(ClockKind.WALL, wall=at, resolution_s=1e-6)
+
+
+def to_case(trace: RankTrace, counter: Iterator[int]) -> tuple[list[Event], list[Fact]]:
+    """The dump as the pipeline sees it: one fact holding the whole trace (for cross-rank
+    matching), and events for the last TAIL_EVENTS entries of each process group, placed at
+    their measured creation, start and completion times."""
+    fact = Fact(name="flightrec.dump", value=trace, ref=Ref(trace.path, text=str(trace)), host=trace.host,
+                text=str(trace))
+    events: list[Event] = []
+    last: dict[int, list[int]] = {}
+    for i in range(len(trace)):
+        last.setdefault(trace.pg[i], []).append(i)
+    for pg, rows in last.items():
+        for i in rows[-TAIL_EVENTS:]:
+            e = trace.entry(i)
+            base = dict(pg=e.pg, seq=e.seq, p2p_seq=e.p2p_seq, op=e.op, backend=e.backend, state=e.state,
+                        completed=e.completed, record=e.index, sizes=e.shape.describe())
+            severity = Severity.INFO if e.completed else Severity.WARNING
+            for kind, ns, what in (("fr.created", e.created_ns, "entered"), ("fr.started", e.started_ns, "started"),
+                                   ("fr.completed", e.completed_ns, "completed")):
+                if ns is None and kind != "fr.created":
+                    continue
+                events.append(Event(kind=kind, text=f"rank {trace.rank} {what} {e.describe()}", ref=e.ref(trace.path),
+                                    severity=severity if kind == "fr.created" else Severity.INFO,
+                                    stamp=stamp_of(ns), host=trace.host, rank=trace.rank, data=base,
+                                    seq=next(counter)))
+    return events, [fact]

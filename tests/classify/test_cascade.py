@@ -1,0 +1,106 @@
+"""Root versus cascade: which of several present causes is the root, which signs are its
+fallout, and which are someone else's history.
+
+Each bundle here is written at test time from the real sample lines of
+knowledge/messages.toml (each sample is a line quoted from a public report or made here),
+with timestamps added so that the ORDER is the variable under test.  They are
+synthetic arrangements of real lines, not fixtures, and say so.
+"""
+from pathlib import Path
+
+from postmortem import knowledge
+from postmortem.run import analyze
+
+K = knowledge.load()
+SAMPLE = {m.id: m.sample for m in K.messages}
+
+
+def bundle(tmp_path: Path, files: dict[str, list[tuple[str, str]]]) -> Path:
+    """files: name -> [(stamp, line)]; a stamp "" writes the line as is."""
+    root = tmp_path / "bundle"
+    root.mkdir()
+    for name, lines in files.items():
+        text = "".join(f"[{stamp}] {line}\n" if stamp else f"{line}\n" for stamp, line in lines)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def causes_of(findings) -> set[str]:
+    return {f.cause for f in findings}
+
+
+def _two_close_causes(tmp_path, first: str, second: str):
+    return analyze(bundle(tmp_path, {"train.log": [
+        ("2026-04-22 21:34:20", "step 10 loss 2.31"),
+        ("2026-04-22 21:34:25", SAMPLE[first]),
+        ("2026-04-22 21:34:40", SAMPLE[second]),
+    ]})).verdict
+
+
+def test_of_two_close_causes_the_earlier_is_the_root(tmp_path):
+    # An open-files limit (fd_limit) and a CUDA OOM (gpu_oom): neither explains the other,
+    # support within a few percent; the CUDA OOM is the slightly stronger one.
+    v = _two_close_causes(tmp_path, "too_many_open_files", "cuda_oom")
+    assert v.cause == "fd_limit"
+    assert any("happened before" in t for t in v.trace)
+
+
+def test_the_same_two_causes_in_the_other_order_swap_root(tmp_path):
+    v = _two_close_causes(tmp_path, "cuda_oom", "too_many_open_files")
+    assert v.cause == "gpu_oom"
+
+
+def test_a_cause_whose_signs_come_after_the_root_is_a_symptom_not_an_alternative(tmp_path):
+    v = _two_close_causes(tmp_path, "too_many_open_files", "cuda_oom")
+    assert "gpu_oom" in causes_of(v.symptoms)
+    assert "gpu_oom" not in causes_of(v.alternatives)
+
+
+def test_fallout_printed_first_is_still_explained_by_its_cause(tmp_path):
+    # The peer's socket error is printed before the rank's own /dev/shm failure (another
+    # process, another buffer): shm_exhausted explains nccl_network, so time order does
+    # not make the network the root.
+    v = analyze(bundle(tmp_path, {"train.log": [
+        ("2026-04-22 21:34:20", "step 10 loss 2.31"),
+        ("2026-04-22 21:34:21", SAMPLE["nccl_socket_connect_failed"]),
+        ("2026-04-22 21:34:23", SAMPLE["nccl_shm_enospc"].split("] ", 1)[1]),
+    ]})).verdict
+    assert v.cause == "shm_exhausted"
+    assert any("is explained by shm_exhausted" in t for t in v.trace)
+    assert "nccl_network" in causes_of(v.symptoms)
+
+
+def test_an_oom_kill_hours_before_the_job_is_history_not_the_root(tmp_path):
+    # dmesg -T keeps the whole boot: the OOM kill at 11:49 is two hours older than the job.
+    v = analyze(bundle(tmp_path, {
+        "dmesg.txt": [("", SAMPLE["oom_killer"])],
+        "train.log": [("2024-06-09 13:50:00", "step 10 loss 2.31"),
+                      ("2024-06-09 13:50:05", SAMPLE["torch_shm_write_failed"])],
+    })).verdict
+    assert v.cause == "shm_exhausted"
+    assert any("older than the job's first log line" in t for t in v.trace)
+
+
+def test_the_same_oom_kill_during_the_job_is_the_root(tmp_path):
+    # Control for the test above: with the job running at the time, the kill comes first.
+    v = analyze(bundle(tmp_path, {
+        "dmesg.txt": [("", SAMPLE["oom_killer"])],
+        "train.log": [("2024-06-09 11:49:30", "step 10 loss 2.31"),
+                      ("2024-06-09 11:49:40", SAMPLE["torch_shm_write_failed"])],
+    })).verdict
+    assert v.cause == "host_oom"
+    assert "shm_exhausted" in causes_of(v.symptoms)
+
+
+def test_an_oom_kill_of_a_process_the_job_never_names_is_not_the_root(tmp_path):
+    # The kernel log names the job's pid 7001 (a hung-task report), so kernel and job share
+    # a pid namespace; the OOM killer's victim 7815 is nowhere in the job's logs.
+    v = analyze(bundle(tmp_path, {
+        "dmesg.txt": [("", "[Sun Jun  9 11:49:30 2024] INFO: task python3:7001 blocked for more than 120 seconds."),
+                      ("", SAMPLE["oom_killer"])],
+        "train.log": [("", "node1:7001:7050 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>"),
+                      ("2024-06-09 11:49:40", SAMPLE["torch_shm_write_failed"])],
+    })).verdict
+    assert v.cause == "shm_exhausted"
+    assert any("appear nowhere in the job's own logs" in c for c in v.trace)
+    assert "host_oom" in causes_of(v.alternatives)

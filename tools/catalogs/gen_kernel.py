@@ -1,0 +1,119 @@
+"""Generate postmortem/knowledge/catalogs/kernel.json: the Linux kernel messages that explain
+a dead training process (oops/BUG with the faulting module, MCE/EDAC, PCIe AER, hung tasks,
+the OOM killer, global and memcg, user segfaults), as printk formats -> regexes.
+
+Upstream: Linux mainline (https://github.com/torvalds/linux, v6.8 line), the files named per
+entry; each format is the printk/pr_* format string of that file.  With a checkout given,
+every format's fixed words are checked against its file (the script fails otherwise);
+without one, the entries are emitted as listed.
+
+Re-run:  python tools/catalogs/gen_kernel.py [linux-checkout] > postmortem/knowledge/catalogs/kernel.json
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from printf import TEXT, literal_text, longest_literal, printf_to_regex  # noqa: E402
+
+LINUX = "v6.8"
+
+# (id, family, file, printk format, cause, strength, why)
+ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
+    # OOM killer (mm/oom_kill.c)
+    ("k.oom_killed", "oom", "mm/oom_kill.c", "%s: Killed process %d (%s) total-vm:%lukB, anon-rss:%lukB, file-rss:%lukB, shmem-rss:%lukB, UID:%u pgtables:%lukB oom_score_adj:%hd",
+     "host_oom", "specific", "the OOM killer killed a process (global or cgroup: the prefix says which)"),
+    ("k.oom_killed_old", "oom", "mm/oom_kill.c", "Killed process %d (%s) total-vm:%lukB, anon-rss:%lukB, file-rss:%lukB",
+     "host_oom", "specific", "the OOM killer killed a process (older kernels)"),
+    ("k.oom_invoked", "oom", "mm/oom_kill.c", "%s invoked oom-killer: gfp_mask=%#x(%pGg), order=%d, oom_score_adj=%hd",
+     "host_oom", "specific", "memory ran out and the OOM killer ran"),
+    ("k.oom_constraint", "oom", "mm/oom_kill.c", "oom-kill:constraint=%s,nodemask=%s",
+     "host_oom", "specific", "the OOM killer's summary: CONSTRAINT_MEMCG = a cgroup limit, CONSTRAINT_NONE = the whole host"),
+    ("k.memcg_oom", "oom", "mm/oom_kill.c", "Memory cgroup out of memory: Killed process %d (%s)",
+     "host_oom", "specific", "a container/cgroup memory limit was hit"),
+    ("k.out_of_memory", "oom", "mm/oom_kill.c", "Out of memory: Killed process %d (%s)",
+     "host_oom", "specific", "the host ran out of memory"),
+    ("k.memcg_limit", "oom", "mm/memcontrol.c", "memory: usage %llukB, limit %llukB, failcnt %lu",
+     "context", "subsystem", "the cgroup's usage and limit at the time of an OOM"),
+    # oops / BUG (arch/x86/mm/fault.c, arch/x86/kernel/dumpstack.c, kernel/panic.c)
+    ("k.null_deref", "oops", "arch/x86/mm/fault.c", "BUG: kernel NULL pointer dereference, address: %px",
+     "context", "subsystem", "a kernel oops: the RIP line's module says whose code faulted"),
+    ("k.page_fault", "oops", "arch/x86/mm/fault.c", "BUG: unable to handle page fault for address: %px",
+     "context", "subsystem", "a kernel oops: the RIP line's module says whose code faulted"),
+    ("k.oops_rip", "oops", "arch/x86/kernel/dumpstack.c", "RIP: %04x:%pS",
+     "context", "subsystem", "where the kernel faulted; a function in an nvidia* module = the GPU driver"),
+    ("k.gpf", "oops", "arch/x86/kernel/traps.c", "general protection fault, %s",
+     "context", "subsystem", "a kernel general protection fault"),
+    ("k.kernel_bug", "oops", "lib/bug.c", "kernel BUG at %s:%u!",
+     "context", "subsystem", "a kernel BUG_ON fired: the file says which subsystem"),
+    ("k.panic", "oops", "kernel/panic.c", "Kernel panic - not syncing: %s",
+     "context", "subsystem", "the kernel panicked: the reason follows"),
+    ("k.soft_lockup", "hung", "kernel/watchdog.c", "watchdog: BUG: soft lockup - CPU#%d stuck for %us! [%s:%d]",
+     "context", "subsystem", "a CPU stuck in the kernel"),
+    # hung tasks (kernel/hung_task.c)
+    ("k.hung_task", "hung", "kernel/hung_task.c", "INFO: task %s:%d blocked for more than %ld seconds.",
+     "context", "subsystem", "a task stuck in uninterruptible sleep (I/O, a driver call): its stack says where"),
+    # user-space faults (arch/x86/mm/fault.c, arch/x86/kernel/traps.c)
+    ("k.segfault", "fault", "arch/x86/mm/fault.c", "%s[%d]: segfault at %lx ip %px sp %px error %lx",
+     "app_error", "subsystem", "a process segfaulted in user space: the library named says whose code"),
+    ("k.trap", "fault", "arch/x86/kernel/traps.c", "%s[%d] trap %s ip:%lx sp:%lx error:%lx",
+     "app_error", "subsystem", "a process trapped in user space"),
+    # MCE / EDAC / memory failure
+    ("k.mce_logged", "mce", "arch/x86/kernel/cpu/mce/core.c", "Machine check events logged",
+     "host_memory_error", "subsystem", "machine checks were logged: memory, cache or bus errors"),
+    ("k.mce_hw_error", "mce", "arch/x86/kernel/cpu/mce/core.c", "[Hardware Error]: Machine check: %s",
+     "host_memory_error", "specific", "a fatal machine check"),
+    ("k.memory_failure", "mce", "mm/memory-failure.c", "Memory failure: %#lx: recovery action for %s: %s",
+     "host_memory_error", "specific", "a page with an uncorrectable memory error was taken offline"),
+    ("k.mce_killing", "mce", "mm/memory-failure.c", "%#lx: Sending SIGBUS to %s:%d due to hardware memory corruption",
+     "host_memory_error", "specific", "a process was killed for touching corrupted memory"),
+    ("k.edac_ue", "mce", "drivers/edac/edac_mc.c", "EDAC MC%d: %d UE %s on %s",
+     "host_memory_error", "specific", "uncorrectable DIMM errors"),
+    ("k.edac_ce", "mce", "drivers/edac/edac_mc.c", "EDAC MC%d: %d CE %s on %s",
+     "context", "subsystem", "corrected DIMM errors: a trend, not a crash"),
+    ("k.cmci_storm", "mce", "arch/x86/kernel/cpu/mce/intel.c", "CMCI storm detected: switching to poll mode",
+     "context", "subsystem", "many corrected errors"),
+    # PCIe AER (drivers/pci/pcie/aer.c)
+    ("k.aer_fatal", "aer", "drivers/pci/pcie/aer.c", "PCIe Bus Error: severity=%s, type=%s, (%s)",
+     "pcie_error", "subsystem", "a PCIe error: Uncorrected (Fatal) is a broken link; Corrected is noise"),
+    ("k.aer_received", "aer", "drivers/pci/pcie/aer.c", "AER: %s%s error message received from %04x:%02x:%02x.%d",
+     "context", "subsystem", "an AER message arrived (its severity decides)"),
+    ("k.aer_uncorrected_fatal", "aer", "drivers/pci/pcie/aer.c", "AER: Uncorrected (Fatal) error received: %s",
+     "pcie_error", "specific", "an uncorrectable fatal PCIe error"),
+    ("k.aer_recovery_failed", "aer", "drivers/pci/pcie/err.c", "AER: device recovery failed",
+     "pcie_error", "specific", "the PCIe device could not be recovered"),
+    ("k.aer_cant_recover", "aer", "drivers/pci/pcie/err.c", "AER: can't recover (no error_detected callback)",
+     "pcie_error", "specific", "the PCIe device could not be recovered"),
+    ("k.pcie_link_down", "aer", "drivers/pci/hotplug/pciehp_ctrl.c", "Slot(%s): Link Down",
+     "pcie_error", "subsystem", "a PCIe slot lost its link"),
+)
+
+# The module in an oops' RIP line, by prefix -> cause.
+MODULE_READINGS = {"nvidia": "driver_bug", "nvidia_uvm": "driver_bug", "nvidia_modeset": "driver_bug",
+                   "nvidia_peermem": "driver_bug", "nv_peer_mem": "driver_bug", "mlx5_core": "nccl_network",
+                   "mlx5_ib": "nccl_network", "ib_core": "nccl_network"}
+
+
+def main(argv: list[str]) -> int:
+    checkout = Path(argv[1]) if len(argv) > 1 else None
+    entries = []
+    for eid, family, path, fmt, cause, strength, why in ENTRIES:
+        if checkout is not None:
+            src = (checkout / path).read_text(errors="replace")
+            missing = [w for w in literal_text(fmt).split("  ") if len(w.strip()) > 3 and w.strip() not in src]
+            if missing:
+                raise SystemExit(f"{eid}: not in {path}: {missing}")
+        entries.append({"id": eid, "family": family, "file": path, "format": fmt, "regex": printf_to_regex(fmt, kernel=True).removeprefix(TEXT),
+                        "key": longest_literal(fmt), "cause": cause, "strength": strength, "why": why})
+    out = {"catalog": "kernel", "upstream": f"https://github.com/torvalds/linux ({LINUX})", "version": LINUX,
+           "verified_in": str(checkout) if checkout else "", "generator": "tools/catalogs/gen_kernel.py",
+           "module_readings": MODULE_READINGS, "entries": entries}
+    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,209 @@
+"""Generate postmortem/knowledge/catalogs/nccl.json: every WARN format string (and every
+failure INFO) in NCCL's src/, as a regex, with the subsystem and cause it reads as.
+
+Upstream: https://github.com/NVIDIA/nccl at the tags in TAGS (newest v2.30.7-1, commit
+5067397c2676d5aed50042fc39e5c8ee96eb0027; older tags so lines from older NCCLs in real logs
+match too).  An entry lists the tags whose source prints it.
+
+Re-run (needs a clone or bare mirror of NVIDIA/nccl with its tags):
+    python tools/catalogs/gen_nccl.py /path/to/nccl.git > postmortem/knowledge/catalogs/nccl.json
+
+Reading a message: first the TEXT_RULES (a message whose words say one thing: specific),
+else the subsystem of its source file (FILE_RULES: weak, a whole subsystem).  Entries whose
+source says nothing about a cause are marked "context".  Entries defined in a generic macro
+header (include/checks.h) take the subsystem of the file named in the log line instead.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from printf import first_string_arg, literal_text, longest_literal, printf_to_regex  # noqa: E402
+
+TAGS = ("v2.7.8-1", "v2.14.3-1", "v2.18.6-1", "v2.21.5-1", "v2.27.3-1", "v2.30.7-1")
+NEWEST = "v2.30.7-1"
+
+# Source file -> (subsystem, cause).  First match wins.  Paths are relative to src/.
+FILE_RULES: tuple[tuple[str, str, str], ...] = (
+    (r"^(transport/net_ib|misc/ibvwrap|misc/ibvsymbols|misc/mlx5dv|include/ibvwrap|include/mlx5)", "ib", "nccl_network"),
+    (r"^(transport/net_socket|misc/socket|include/socket|bootstrap|os/linux_socket|os/linux_ipcsocket|misc/ipcsocket)", "socket", "nccl_network"),
+    (r"^(transport/coll_net|transport/net\.cc|plugin/net|net\.cc|include/net|plugin/plugin_open|transport/net_v)", "net_plugin", "nccl_network"),
+    (r"^(transport/nvls|mnnvl)", "nvls", "nvls_fabric"),
+    (r"^transport/p2p", "p2p", "nccl_p2p"),
+    (r"^(misc/shmutils|transport/shm|include/shm)", "shm", "shm_exhausted"),
+    (r"^graph/", "topology", "context"),
+    (r"^(enqueue|misc/argcheck|collectives|include/argcheck|group)", "app_misuse", "app_error"),
+    (r"^(include/alloc|allocator|misc/cudawrap|include/cudawrap|mem_manager|misc/strongstream|register/|include/checks)", "cuda_memory", "context"),
+    (r"^(proxy|include/proxy)", "proxy", "context"),
+    (r"^(init|channel|transport\.cc|dev_runtime|ce_coll|symmetric|scheduler)", "init", "context"),
+    (r"^(misc/gdrwrap|include/gdrwrap)", "gdr", "context"),
+    (r"^misc/nvmlwrap", "nvml", "context"),
+    (r"^(ras/)", "ras", "context"),
+    (r"^(os/windows)", "windows", "context"),
+    (r"^(gin/|rma/|plugin/gin|plugin/rma|devcomm/)", "device_api", "context"),
+    (r"^(misc/utils|include/utils|os/linux\.cc|misc/param|param/|include/param/|debug|include/debug|misc/tuner|plugin/tuner|plugin/profiler|profiler)", "host_env", "context"),
+    (r"^(register\.cc)", "cuda_memory", "context"),
+    (r"", "other", ""),  # a file no rule names: counted as not yet mapped
+)
+
+# Message words -> (subsystem or "" to keep the file's, cause, why).  First match wins; these
+# are the messages with one clear reading.  'cuda' delegates to the CUDA catalog (the %s is
+# cudaGetErrorString / cuGetErrorString text); 'errno' refines by the strerror text.
+TEXT_RULES: tuple[tuple[str, str, str, str], ...] = (
+    (r"^Failed to open lib|^Failed to load|dlopen|dlsym", "", "context", "an optional library is missing: NCCL falls back (a hint, not a failure)"),
+    (r"^Cuda failure|^CUDA failure|^Cuda driver error|^CUDA driver error|cuGetErrorString|Cuda error|CUDA error", "cuda", "cuda", "a CUDA call failed: read its error text"),
+    (r"shared memory segment|/dev/shm|shm_open|shmOpen|posix_fallocate|Call to .*fallocate", "shm", "errno", "shared-memory segment: read the errno text"),
+    (r"Got async event", "ib", "nccl_network", "the HCA reported an async event (port or device error)"),
+    (r"Got completion .*with error|completion with error", "ib", "nccl_network", "an IB work request completed with an error (peer, link or QP)"),
+    (r"ibv_modify_qp|ibv_create_qp|QP .*state|Error on QP|rdma_connect", "ib", "nccl_network", "an IB queue pair could not be brought up"),
+    (r"ibv_reg_mr|ibv_reg_dmabuf_mr|reg_mr|dmabuf", "ib", "errno", "IB memory registration failed: read the errno text"),
+    (r"NCCL_SOCKET_IFNAME|NCCL_IB_HCA|NCCL_OOB_NET_IFNAME|no socket interface|No usable listening interface|neither AF_INET|interface found|verify NCCL_", "socket", "nccl_network", "no usable network interface for the settings given"),
+    (r"NCCL_COMM_ID", "socket", "nccl_network", "bad NCCL_COMM_ID"),
+    (r"Connection refused|Connection reset|Connection closed|closed by remote|remote process exited|socketProgress|socketPoll|socketFinalizeAccept|socketConnect|Connect to .* failed|connect.* failed|Accept failed|accept failed|Net : Connection|peer.*closed", "socket", "nccl_network", "a socket connection to a peer failed"),
+    (r"NET/IB|NET/Socket|NET/Plugin|\bIB\b", "", "nccl_network", "an IB or socket transport failure"),
+    (r"NVLS|nvls|[Mm]ulticast|cuMulticast|IMEX|[Ff]abric|MNNVL", "nvls", "nvls_fabric", "NVLS / multicast / fabric setup failed"),
+    (r"P2P|p2p|peer access|cudaIpc|IPC handle|ipc", "", "nccl_p2p", "a peer-to-peer (CUDA IPC / NVLink / PCIe) path failed"),
+    (r"version mismatch|Mismatched NCCL|different NCCL version|NCCL version", "", "nccl_version_mismatch", "ranks run different NCCL versions"),
+    (r"[Ii]nvalid (?:type|data ?type|datatype|operation|reduction|op|root|peer|rank|count|comm|communicator|pointer|device pointer|buffer|argument|usage|stream)|is not a valid|must be|cannot be NULL|is NULL|null pointer|out of range|not supported for|in-place|non-blocking|already|called with|mismatch in info", "", "app_error", "the application called NCCL wrongly"),
+    (r"Failed to (?:CUDA )?[cm]alloc|Failed to allocate host|Failed to realloc|calloc.*failed|malloc.*failed", "", "context", "an allocation failed: the CUDA or errno text that follows says why"),
+)
+
+ERRNO_READINGS = {  # strerror text -> cause, for entries marked 'errno'
+    "shm": {"No space left on device": "shm_exhausted", "Bus error": "shm_exhausted",
+            "Cannot allocate memory": "shm_exhausted", "Permission denied": "shm_permissions",
+            "Read-only file system": "shm_permissions", "Operation not permitted": "shm_permissions",
+            "Too many open files": "fd_limit", "No such file or directory": "context"},
+    "ib": {"Cannot allocate memory": "memlock_limit", "Operation not permitted": "memlock_limit",
+           "Bad address": "nccl_network", "No such device": "nccl_network", "Connection timed out": "nccl_network"},
+}
+
+FAILURE_INFO = re.compile(r"fail|error|abort|timed? ?out|unable|cannot|could not|mismatch|invalid", re.I)
+CALL = re.compile(r"(?<![\w.>])(WARN|INFO)\s*\(")
+
+
+def git(repo: str, *args: str) -> str:
+    return subprocess.run(["git", "-C", repo, *args], check=True, capture_output=True, text=True,
+                          errors="replace").stdout
+
+
+def scan(repo: str, tag: str) -> list[tuple[str, str, str]]:
+    """(level, src-relative path, format) for every WARN / failure INFO at one tag."""
+    out = []
+    files = [f for f in git(repo, "ls-tree", "-r", "--name-only", tag, "--", "src").splitlines()
+             if re.search(r"\.(cc|cu|h|hpp|cpp|c)$", f)]
+    for path in files:
+        src = git(repo, "show", f"{tag}:{path}")
+        if "WARN" not in src and "INFO" not in src:
+            continue
+        for m in CALL.finditer(src):
+            level = m.group(1)
+            start = m.end()
+            if level == "INFO":  # INFO(FLAGS, fmt, ...): skip the flags argument
+                depth, i = 0, start
+                while i < len(src):
+                    ch = src[i]
+                    if ch in "([":
+                        depth += 1
+                    elif ch in ")]":
+                        if depth == 0:
+                            break
+                        depth -= 1
+                    elif ch == "," and depth == 0:
+                        break
+                    i += 1
+                if i >= len(src) or src[i] != ",":
+                    continue
+                start = i + 1
+            fmt, _ = first_string_arg(src, start)
+            if fmt is None or (level == "INFO" and not FAILURE_INFO.search(fmt)):
+                continue
+            fmt = fmt.rstrip("\n")
+            if not fmt.strip():
+                continue
+            out.append((level, path[len("src/"):], fmt))
+    return out
+
+
+def reading(path: str, fmt: str) -> dict:
+    words = literal_text(fmt)
+    sub, file_cause = next((s, c) for rx, s, c in FILE_RULES if re.search(rx, path))
+    for rx, tsub, cause, why in TEXT_RULES:
+        if re.search(rx, words):
+            return {"subsystem": tsub or sub, "cause": cause, "strength": "specific", "why": why}
+    if not file_cause:
+        return {"subsystem": sub, "cause": "", "strength": "none", "why": f"source file {path}: no rule yet"}
+    why = f"source file {path} ({sub} subsystem)"
+    return {"subsystem": sub, "cause": file_cause, "strength": "subsystem", "why": why}
+
+
+# ncclResult_t -> reading (the text ncclGetErrorString prints is read from src/init.cc).
+RESULT_READINGS = {
+    "ncclUnhandledCudaError": ("cuda", "a CUDA call failed inside NCCL: the Cuda failure WARN says which"),
+    "ncclSystemError": ("errno", "a system call failed inside NCCL: the WARN before it names the call and errno"),
+    "ncclInternalError": ("context", "an internal NCCL error: the WARN before it says where"),
+    "ncclInvalidArgument": ("app_error", "the application passed an invalid argument to NCCL"),
+    "ncclInvalidUsage": ("app_error", "the application used NCCL wrongly"),
+    "ncclRemoteError": ("nccl_network", "a remote rank exited or the network failed"),
+    "ncclInProgress": ("context", "a non-blocking operation is still in progress"),
+    "ncclTimeout": ("context", "a NCCL operation timed out"),
+}
+
+
+def results(repo: str, tag: str) -> list[dict]:
+    header = git(repo, "show", f"{tag}:src/nccl.h.in")
+    enum = re.search(r"typedef enum \{(.*?)\} ncclResult_t;", header, re.S).group(1)
+    src = git(repo, "show", f"{tag}:src/init.cc")
+    texts = dict(re.findall(r"case (nccl\w+)\s*:\s*return \"([^\"]*)\"", src))
+    out = []
+    for name, number in re.findall(r"(nccl\w+)\s*=\s*(\d+)", enum):
+        if name in ("ncclSuccess", "ncclNumResults"):
+            continue
+        cause, why = RESULT_READINGS.get(name, ("context", "no reading"))
+        out.append({"id": f"ncclresult.{name}", "name": name, "number": int(number), "message": texts.get(name, ""),
+                    "cause": cause, "why": why})
+    return out
+
+
+def main(argv: list[str]) -> int:
+    repo = argv[1] if len(argv) > 1 else "."
+    commits = {t: git(repo, "rev-parse", f"{t}^{{commit}}").strip() for t in TAGS}
+    entries: dict[str, dict] = {}
+    per_version: dict[str, list[str]] = {}
+    for tag in TAGS:
+        ids = []
+        for level, path, fmt in scan(repo, tag):
+            eid = "nccl." + hashlib.sha1(f"{level}\0{fmt}".encode()).hexdigest()[:10]
+            e = entries.get(eid)
+            if e is None:
+                e = entries[eid] = {"id": eid, "level": level, "format": fmt, "regex": printf_to_regex(fmt),
+                                    "key": longest_literal(fmt), "files": [], "versions": [], **reading(path, fmt)}
+            if path not in e["files"]:
+                e["files"].append(path)
+            if tag not in e["versions"]:
+                e["versions"].append(tag)
+            ids.append(eid)
+        per_version[tag] = sorted(set(ids))
+    for e in entries.values():
+        if not e["key"] or len(e["key"]) < 4:  # a format that is all conversions: matches anything
+            e.update(cause="context", strength="unmatchable", why="no fixed words to recognise it by")
+    out = {
+        "catalog": "nccl", "upstream": "https://github.com/NVIDIA/nccl", "version": NEWEST,
+        "commits": commits, "generator": "tools/catalogs/gen_nccl.py",
+        "file_rules": [{"path": rx, "subsystem": s, "cause": c} for rx, s, c in FILE_RULES],
+        "errno_readings": ERRNO_READINGS,
+        "versions": {t: len(v) for t, v in per_version.items()},
+        "results": results(repo, NEWEST),
+        "entries": sorted(entries.values(), key=lambda e: (e["files"][0], e["format"])),
+    }
+    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

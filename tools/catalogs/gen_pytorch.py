@@ -1,0 +1,212 @@
+"""Generate postmortem/knowledge/catalogs/pytorch.json: the PyTorch messages a failed
+distributed job prints (c10d watchdog and stores, DataLoader, torchrun/elastic, the CUDA
+caching allocator, device mismatch) with their readings.
+
+Upstream: the torch 2.13.0 wheel (/opt/wheels/torch-2.13.0+cpu-...whl): its Python sources
+and the strings of torch/lib/lib{torch_cpu,torch_python,c10}.so (fmt templates such as
+"DataLoader worker (pid {}) is killed by signal: {}. ").  The CUDA/NCCL-only texts are not
+in a CPU wheel; those entries name their file in https://github.com/pytorch/pytorch at
+commit cf1380dfb6c8552c8cdb791a85a89499775ad409 and are checked against a checkout when one
+is given.  Every entry's fixed words must occur in its source, or this script fails.
+
+A template uses the source's own notation: `{}` (fmt / f-string / a c10::str argument) is
+any text, `{d}` a number.
+
+Re-run:
+    python tools/catalogs/gen_pytorch.py /opt/wheels/torch-2.13.0+cpu-*.whl [pytorch-checkout] \
+        > postmortem/knowledge/catalogs/pytorch.json
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from printf import TEXT  # noqa: E402
+
+PYTORCH_COMMIT = "cf1380dfb6c8552c8cdb791a85a89499775ad409"
+WHEEL = "wheel"
+CPYTHON = "multiprocessing/reduction.py"  # CPython's stdlib: torch.multiprocessing passes fds with it
+PGNCCL = "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"
+ALLOC = "c10/cuda/CUDACachingAllocator.cpp"
+NCCLUTILS = "torch/csrc/distributed/c10d/NCCLUtils.hpp"
+
+# (id, family, source, template, cause, strength, why).  cause 'context': says what happened,
+# not why.  strength 'specific' = one clear reading; 'subsystem' = a class of failures.
+ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
+    # c10d: NCCL watchdog
+    ("pt.watchdog_timeout", "c10d", PGNCCL, "Watchdog caught collective operation timeout: {} ran for {d} milliseconds before timing out.",
+     "nccl_timeout", "subsystem", "a collective waited past the process-group timeout: why it waited is elsewhere"),
+    ("pt.heartbeat_timeout", "c10d", PGNCCL, "Heartbeat monitor timed out! Process will be terminated after dumping debug info.",
+     "nccl_timeout", "subsystem", "the watchdog thread itself stopped (stuck in a NCCL/CUDA call)"),
+    ("pt.watchdog_stuck", "c10d", PGNCCL, "ProcessGroupNCCL's watchdog got stuck for {d} seconds without making progress in monitoring enqueued collectives.",
+     "nccl_timeout", "subsystem", "the watchdog was blocked in a NCCL/CUDA API call"),
+    ("pt.nccl_ops_failed", "c10d", PGNCCL, "Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
+     "context", "subsystem", "the process is taken down after a NCCL failure: fallout"),
+    ("pt.nccl_error_in", "c10d", NCCLUTILS, "NCCL error in: {}:{d}, {}",
+     "context", "subsystem", "a NCCL call failed: the ncclResult_t text and the NCCL WARN lines say why"),
+    ("pt.nccl_uniqueid_store", "c10d", PGNCCL, "is setting up NCCL communicator and retrieving ncclUniqueId from [{d}] via c10d key-value store by key '{}', but store->get('{}') got error: {}",
+     "context", "subsystem", "a rank could not get the NCCL id from the store: rank 0 absent, late or unreachable"),
+    # c10d: collective desync (TORCH_DISTRIBUTED_DEBUG=DETAIL)
+    ("pt.collective_mismatch", "c10d", WHEEL, "Detected mismatch between collectives on ranks. Rank {d} is running collective: {}",
+     "app_error", "specific", "ranks issued different collectives: the job's own control flow diverged"),
+    # c10d: stores and sockets
+    ("pt.store_client_timeout", "c10d", WHEEL, "The client socket has timed out after {} while trying to connect to ({}, {}).",
+     "nccl_network", "subsystem", "the TCPStore master could not be reached"),
+    ("pt.store_listen_failed", "c10d", WHEEL, "The server socket has failed to listen on any local network address.",
+     "context", "subsystem", "the store could not bind: MASTER_PORT in use (a leftover or other job) or no address"),
+    ("pt.store_wait_timeout", "c10d", WHEEL, "wait timeout after {d}ms, keys: {}",
+     "context", "subsystem", "a store wait timed out: some rank did not arrive (late, dead or unreachable)"),
+    ("pt.store_recv_closed", "c10d", WHEEL, "Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?",
+     "context", "subsystem", "the store's server went away: usually rank 0 died first"),
+    ("pt.socket_timeout", "c10d", WHEEL, "Socket Timeout",
+     "nccl_network", "subsystem", "a c10d socket operation timed out"),
+    ("pt.gloo_connection_closed", "c10d", WHEEL, "Connection closed by peer ",
+     "context", "subsystem", "a Gloo peer closed its connection: usually the peer died"),
+    ("pt.gloo_timeout", "c10d", WHEEL, "Timed out waiting {d}ms for {} operation",
+     "nccl_timeout", "subsystem", "a Gloo collective timed out"),
+    ("pt.dist_network_error", "c10d", WHEEL, "DistNetworkError",
+     "nccl_network", "subsystem", "c10d reported a network error"),
+    ("pt.dist_store_error", "c10d", WHEEL, "DistStoreError",
+     "context", "subsystem", "a c10d store operation failed"),
+    # DataLoader
+    ("pt.dataloader_timeout", "dataloader", WHEEL, "DataLoader timed out after {} seconds",
+     "dataloader_worker_crash", "subsystem", "no batch within the DataLoader timeout: workers stuck or too slow"),
+    ("pt.dataloader_worker_signal", "dataloader", WHEEL, "DataLoader worker (pid {}) is killed by signal: {}. ",
+     "dataloader_worker_crash", "specific", "a DataLoader worker died of a signal (the signal says more)"),
+    ("pt.dataloader_exited", "dataloader", WHEEL, "DataLoader worker (pid(s) {}) exited unexpectedly",
+     "dataloader_worker_crash", "subsystem", "a DataLoader worker exited"),
+    ("pt.dataloader_bus_error", "dataloader", WHEEL, "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+     "shm_exhausted", "specific", "a worker touched shared memory past what /dev/shm holds"),
+    ("pt.dataloader_segfault", "dataloader", WHEEL, "ERROR: Unexpected segmentation fault encountered in worker.",
+     "dataloader_worker_crash", "specific", "a worker crashed in dataset code or a native library"),
+    ("pt.shm_alloc_failed", "dataloader", WHEEL, "unable to allocate shared memory(shm) for file <{}>",
+     "shm_exhausted", "specific", "a shared-memory segment could not be allocated"),
+    ("pt.shm_write_failed", "dataloader", WHEEL, "unable to write to file <{}>",
+     "shm_exhausted", "subsystem", "writing a shared-memory file failed (the errno says why)"),
+    ("pt.too_many_open_files", "dataloader", WHEEL, "Too many open files. Communication with the workers is no longer possible.",
+     "fd_limit", "specific", "the open-files limit ran out (file_descriptor sharing strategy)"),
+    ("pt.ancdata", "dataloader", CPYTHON, "received {d} items of ancdata",
+     "fd_limit", "specific", "file descriptors passed between processes were dropped (open-files limit)"),
+    # torchrun / elastic
+    ("pt.elastic_root_cause", "elastic", WHEEL, "Root Cause (first observed failure):",
+     "context", "subsystem", "torchrun's summary: names the first rank that failed"),
+    ("pt.elastic_child_failed", "elastic", WHEEL, "ChildFailedError",
+     "context", "subsystem", "torchrun reports a failed child: the child's own error says why"),
+    ("pt.elastic_exitcode", "elastic", WHEEL, "failed (exitcode: {}) local_rank: {} (pid: {}) of binary: {}",
+     "context", "subsystem", "a worker exited with an error code"),
+    ("pt.elastic_sigterm", "elastic", WHEEL, "closing signal {}",
+     "context", "subsystem", "torchrun stops the surviving workers: fallout"),
+    ("pt.rendezvous_timeout", "elastic", WHEEL, "RendezvousTimeoutError",
+     "context", "subsystem", "not all nodes joined the rendezvous in time"),
+    ("pt.rendezvous_closed", "elastic", WHEEL, "The rendezvous '{}' is closed, terminating pending rendezvous.",
+     "context", "subsystem", "the rendezvous was closed by another node"),
+    # CUDA caching allocator and CUDA errors as PyTorch prints them
+    ("pt.cuda_oom", "allocator", ALLOC, "CUDA out of memory. Tried to allocate {}. GPU {} has a total capacity of {} of which {} is free.",
+     "gpu_oom", "specific", "the caching allocator could not get device memory"),
+    ("pt.cuda_oom_short", "allocator", ALLOC, "CUDA out of memory. Tried to allocate {}",
+     "gpu_oom", "specific", "the caching allocator could not get device memory"),
+    ("pt.cpu_alloc_failed", "allocator", WHEEL, "DefaultCPUAllocator: can't allocate memory: you tried to allocate {d} bytes. Error code {d} ({})",
+     "host_oom", "subsystem", "a host allocation failed (memory exhausted or a ulimit -v / cgroup limit)"),
+    ("pt.cuda_async_note", "cuda", "c10/cuda/CUDAException.cpp", "CUDA kernel errors might be asynchronously reported at some other API call",
+     "context", "subsystem", "the reported call is not necessarily the failing one"),
+    # device mismatch
+    ("pt.device_mismatch", "device", WHEEL, "Expected all tensors to be on the same device, but found at least two devices, {} and {}!",
+     "device_mapping", "subsystem", "tensors of one op live on different devices: a device mapping or the job's code"),
+    ("pt.device_mismatch_got", "device", WHEEL, "Expected all tensors to be on the same device, but got {}",
+     "device_mapping", "subsystem", "tensors of one op live on different devices: a device mapping or the job's code"),
+)
+
+# The signal named in a worker-death line refines its reading.
+SIGNAL_READINGS = {"Bus error": "shm_exhausted", "Killed": "host_oom", "Segmentation fault": "dataloader_worker_crash",
+                   "Aborted": "dataloader_worker_crash"}
+
+
+def template_to_regex(t: str) -> str:
+    parts = re.split(r"(\{d\}|\{\})", t)
+    out = []
+    for p in parts:
+        out.append(r"-?\d{1,20}" if p == "{d}" else TEXT if p == "{}" else re.escape(p.rstrip() if p is parts[-1] else p))
+    return "".join(out)
+
+
+def words(t: str) -> list[str]:
+    return [w.strip() for w in re.split(r"\{d\}|\{\}", t) if len(w.strip()) >= 4]
+
+
+def python_strings(src: str) -> list[str]:
+    """Every string a Python source spells, adjacent literals joined, f-string fields as {}."""
+    out = []
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return [src]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.append(node.value)
+        elif isinstance(node, ast.JoinedStr):
+            out.append("".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values))
+    return out
+
+
+def wheel_text(wheel: str) -> str:
+    """Python sources plus printable strings of the libraries: what the wheel can print."""
+    chunks = []
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            if name.endswith(".py") and name.startswith(("torch/utils/data", "torch/distributed", "torch/multiprocessing")):
+                chunks.extend(python_strings(z.read(name).decode("utf-8", "replace")))
+            elif re.search(r"torch/lib/lib(torch_cpu|torch_python|c10)\.so$", name):
+                data = z.read(name)
+                chunks.extend(m.group(0).decode("latin-1") for m in re.finditer(rb"[\x20-\x7e]{6,}", data))
+    return "\n".join(chunks)
+
+
+def main(argv: list[str]) -> int:
+    wheel = argv[1]
+    checkout = Path(argv[2]) if len(argv) > 2 else None
+    text = wheel_text(wheel)
+    version = re.search(r"torch-([\w.+]+?)-cp", Path(wheel).name).group(1)
+    entries = []
+    for eid, family, source, template, cause, strength, why in ENTRIES:
+        if source == WHEEL:
+            fixed = template.replace("{d}", "{}").split("{}")
+            missing = [w for w in fixed if w.strip() and w.strip() not in text]
+            if missing:  # fmt templates are stored whole; a f-string or c10::str keeps its pieces
+                missing = [w for w in words(template) if w not in text]
+            if missing:
+                raise SystemExit(f"{eid}: not in the wheel: {missing}")
+            verified = f"torch {version} wheel"
+        elif source == CPYTHON:
+            src = (Path(os.__file__).parent / source).read_text()
+            if "items of ancdata" not in src:
+                raise SystemExit(f"{eid}: not in {source}")
+            verified = f"CPython {sys.version.split()[0]} {source}"
+        elif checkout is not None:
+            src = (checkout / source).read_text(errors="replace")
+            missing = [w for w in words(template) if w not in src]
+            if missing:
+                raise SystemExit(f"{eid}: not in {source}: {missing}")
+            verified = f"pytorch/pytorch {source}"
+        else:
+            verified = ""
+        entries.append({"id": eid, "family": family, "template": template, "regex": template_to_regex(template),
+                        "key": max(words(template) or [template], key=len),
+                        "source": source if source != WHEEL else f"torch {version} wheel",
+                        "verified_in": verified, "cause": cause, "strength": strength, "why": why})
+    out = {"catalog": "pytorch", "upstream": f"torch {version} wheel; https://github.com/pytorch/pytorch @ {PYTORCH_COMMIT[:12]}",
+           "version": version, "commit": PYTORCH_COMMIT, "generator": "tools/catalogs/gen_pytorch.py",
+           "signal_readings": SIGNAL_READINGS, "entries": entries}
+    json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
