@@ -31,7 +31,7 @@ from typing import Iterable, Iterator
 
 from postmortem import bundle, knowledge
 from postmortem.budget import Meter
-from postmortem.parsers import PARSERS, TextResult, _offer, _safely, _wants
+from postmortem.parsers import _SEEN_CAP, PARSERS, TextResult, _offer, _safely, _wants
 from postmortem.parsers.base import Line, Sink
 from postmortem.parsers.messages import MessageMatcher
 from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain
@@ -108,6 +108,10 @@ class _Reader:
         self.in_block: list = []
         self.n = self.unclaimed = 0
         self.cap = bundle.MAX_LINE_CHARS
+        # Copies of one identical line read one by one; the rest counted (Budget.repeats).
+        self.repeats: int | None = None
+        self.seen: dict[int, int] = {}
+        self.repeated = 0
         self.kinds: dict[str, tuple[int, tuple | None]] = {}
         self.targets: dict[str, dict] = {}  # routine line -> what its repeats add to
 
@@ -188,6 +192,7 @@ class _Reader:
             todo.sort()
         processed: dict[str, int] = {}
         nccl, matcher = self.nccl, self.matcher
+        repeats, seen = self.repeats, self.seen
         i = t = 0
         n_todo = len(todo)
         while i < total:
@@ -222,6 +227,15 @@ class _Reader:
                         bisect.insort(todo, nxt)
                         n_todo += 1
             elif kind == ONE_BY_ONE or self.in_block:
+                if repeats is not None and not self.in_block:  # the budget's `repeats`, as parse_text
+                    h = hash(lines[i])
+                    times = seen.get(h, 0) + 1
+                    if times > repeats:
+                        self.repeated += 1
+                        i += 1
+                        continue
+                    if len(seen) < _SEEN_CAP:
+                        seen[h] = times
                 self.one(lines[i], base + i + 1)
             i += 1
         if routine_here:
@@ -236,7 +250,7 @@ class _Reader:
     def finish(self, stopped: str = "") -> TextResult:
         for p in self.parsers:
             _safely(self.sink, p, p.finish)
-        return TextResult(self.sink, self.n, self.unclaimed, tuple(sorted(self.used)), 0, stopped)
+        return TextResult(self.sink, self.n, self.unclaimed, tuple(sorted(self.used)), self.repeated, stopped)
 
 
 def applies(entry: bundle.Entry, compressed: bool, encoding: str | None) -> bool:
@@ -252,6 +266,7 @@ def scan_text(path: str, lines: bundle.Lines, host: str | None = None, k: knowle
     notes a stream that breaks off) and receives the count of cut lines."""
     reader = _Reader(path, host, k, counter)
     reader.cap = lines.cap
+    reader.repeats = meter.budget.repeats if meter is not None else None
     stopped = ""
     for data in blocks(lines._chunks(), block_bytes):  # noqa: SLF001 - the budgeted byte source
         if meter is not None:
