@@ -40,6 +40,7 @@ from postmortem.parsers.wrappers import clean, strip
 # Artifacts at least this big go through the scanning stage; smaller ones line by line.
 SCAN_MIN_BYTES = 64 << 10
 BLOCK_BYTES = 16 << 20    # bytes decoded at once (newline-aligned); bounds memory per file
+DISTINCT_SHARE = 0.5      # a piece with more distinct lines than this share is read line by line
 _KINDS_CAP = 1 << 18      # distinct lines whose class is remembered across blocks
 
 INERT, ROUTINE, CONTEXT, ONE_BY_ONE = 0, 1, 2, 3
@@ -129,6 +130,19 @@ class _Reader:
             self.used.add(self.matcher.name)
         return claimed_by
 
+    def line_by_line(self, lines: list[str], base: int) -> None:
+        repeats, seen = self.repeats, self.seen
+        for i, raw in enumerate(lines):
+            if repeats is not None and not self.in_block:  # the budget's `repeats`, as parse_text
+                h = hash(raw)
+                times = seen.get(h, 0) + 1
+                if times > repeats:
+                    self.repeated += 1
+                    continue
+                if len(seen) < _SEEN_CAP:
+                    seen[h] = times
+            self.one(raw, base + i + 1)
+
     # -- distinct lines ---------------------------------------------------------------------
 
     def kind(self, raw: str) -> tuple[int, tuple | None]:
@@ -173,6 +187,9 @@ class _Reader:
             self.targets.clear()
         kinds, targets = self.kinds, self.targets
         first = dict(zip(reversed(keys), range(total - 1, -1, -1)))
+        if len(first) > DISTINCT_SHARE * total:  # mostly distinct: classifying them would only add work
+            self.line_by_line(lines, base)
+            return cut
         todo: list[int] = []  # positions to read one by one while no parser waits
         routine_here = []
         for key, i in first.items():

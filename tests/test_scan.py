@@ -64,8 +64,9 @@ def test_fixture_set_is_not_empty():
     assert len(TEXT_FILES) > 300
 
 
-@pytest.mark.parametrize("block", [4096, 1 << 20])
-def test_scan_reads_every_fixture_like_line_by_line(block):
+@pytest.mark.parametrize("block,share", [(4096, 2.0), (1 << 20, 2.0), (1 << 20, scan.DISTINCT_SHARE)])
+def test_scan_reads_every_fixture_like_line_by_line(block, share, monkeypatch):
+    monkeypatch.setattr(scan, "DISTINCT_SHARE", share)  # 2.0: never fall back to line by line
     for path in TEXT_FILES:
         data = path.read_bytes()
         try:
@@ -108,6 +109,7 @@ def test_crlf_nul_and_long_lines_read_alike():
 
 def _verdict(path: Path, minimum: int, monkeypatch) -> tuple:
     monkeypatch.setattr(scan, "SCAN_MIN_BYTES", minimum)
+    monkeypatch.setattr(scan, "DISTINCT_SHARE", 2.0)
     a = run.analyze(path)
     v = a.verdict
     return (v.category, v.cause, v.confidence, v.signature,
