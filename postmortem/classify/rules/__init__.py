@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from postmortem.classify.rules.app import AppError
 from postmortem.classify.rules.base import Rule, died_of, finding
+from postmortem.classify.rules.catalog import CatalogReadings
 from postmortem.classify.rules.comms import (NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
                                              SilentCollectiveHang)
 from postmortem.classify.rules.config import (CollectiveTimeout, CudaBuildNewerThanDriver, HighHostMemoryThenDeath,
-                                              KilledWithoutReason, SigbusContext)
+                                              KilledWithoutReason, MemoryLimitSet, SigbusContext)
 from postmortem.classify.rules.hang import FlightRecorderHang
 from postmortem.classify.rules.hardware import GpuHealth
 from postmortem.classify.rules.knowledge import KnownMessages, XidCatalog
@@ -16,6 +17,7 @@ from postmortem.classify.rules.knowledge import KnownMessages, XidCatalog
 RULES: tuple[Rule, ...] = (
     KnownMessages(),
     XidCatalog(),
+    CatalogReadings(),
     SigbusContext(),
     NcclVersionMismatch(),
     CollectiveTimeout(),
@@ -24,6 +26,7 @@ RULES: tuple[Rule, ...] = (
     GpuHealth(),
     QuietPcieTopology(),
     HighHostMemoryThenDeath(),
+    MemoryLimitSet(),
     CudaBuildNewerThanDriver(),
     NcclStoppedDuringInit(),
     FlightRecorderHang(),
