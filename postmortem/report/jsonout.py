@@ -74,7 +74,7 @@ def to_dict(a: Analysis) -> dict[str, Any]:
         "tool": {"name": "postmortem", "version": __version__},
         "bundle": a.case.name,
         "verdict": {
-            "category": v.category.value, "cause": v.cause, "confidence": v.confidence,
+            "category": v.category.value, "cause": v.cause, "title": v.title, "confidence": v.confidence,
             "summary": v.summary, "explanation": v.explanation,
             "evidence": [ref_json(r) for r in (v.root.evidence if v.root else ())],
             "root": finding_json(v.root) if v.root else None,
@@ -117,3 +117,10 @@ def chunks(a: Analysis):
         else:
             yield encode(value)
     yield "\n}"
+
+
+def write(a: Analysis, out, options) -> None:
+    """The registry's interface (postmortem.report.RENDERERS)."""
+    for part in chunks(a):
+        out.write(part)
+    out.write("\n")
