@@ -111,9 +111,9 @@ def chunks(a: Analysis):
     encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
     yield "{"
     for n, (key, value) in enumerate(doc.items()):
-        yield ("\n" if n == 0 else ",\n") + encode(key) + ": "
+        yield ("\n  " if n == 0 else ",\n  ") + encode(key) + ": "
         if isinstance(value, list) and value:
-            yield "[\n" + ",\n".join(encode(item) for item in value) + "\n]"
+            yield "[\n    " + ",\n    ".join(encode(item) for item in value) + "\n  ]"
         else:
             yield encode(value)
     yield "\n}"
