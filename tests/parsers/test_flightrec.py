@@ -175,3 +175,11 @@ def test_fast_and_careful_readers_agree_on_real_dumps():
         assert flightrec._fill_fast(fast, raw["entries"], 0, statuses)
         flightrec._fill(careful, raw["entries"], 0, statuses)
         assert list(fast.entries()) == list(careful.entries())
+
+
+def test_a_snapshot_without_a_hang_claims_nothing():
+    """An on-demand dump always has a collective in flight; without a timeout, a watchdog dump
+    or a death, that is not a hang and no cause is claimed from it."""
+    a = analyze(FORMATS.parent)
+    assert a.verdict.cause == "unknown"
+    assert any("a snapshot, not a hang" in line for line in a.verdict.trace)
