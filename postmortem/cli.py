@@ -31,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     a = sub.add_parser("analyze", help="analyse one crash bundle (folder, .tar[.gz], .zip or file)",
                        description="Analyse one crash bundle and print the verdict; writes the HTML report "
                                    "to reports/<bundle-name>.html unless --html says otherwise.")
-    a.add_argument("bundle", type=Path)
+    a.add_argument("bundle", type=Path, help="folder, archive or file; '-' reads one log from standard input")
     a.add_argument("--html", metavar="PATH", help="HTML report path (default reports/<bundle-name>.html; '-' for none)")
     a.add_argument("--json", metavar="PATH|-", help="write the JSON verdict (schema postmortem.verdict/1); '-' = stdout")
     a.add_argument("--markdown", metavar="PATH|-", help="write a Markdown summary for a ticket; '-' = stdout")
@@ -39,6 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--rules", metavar="FILE", action="append", type=Path, default=[], help="extra knowledge file (TOML)")
     a.add_argument("--gdb", action="store_true", help="add a gdb backtrace for cores when gdb and the executable exist")
     a.add_argument("--explain", action="store_true", help="print the classifier's decision trace")
+    a.add_argument("--time-limit", metavar="SECONDS", type=float, default=None,
+                   help="stop reading after this many seconds and decide from what was read (exit 0)")
+    a.add_argument("--allow-hardlinks", action="store_true",
+                   help="read bundle files that have more than one hard link (refused by default)")
     a.add_argument("-q", "--quiet", action="store_true", help="print only problems")
     a.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
 
@@ -86,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     debug = getattr(args, "debug", False)
     try:
+        _check_tz(getattr(args, "tz", None))
         if hasattr(args, "_module"):
             return int(args._module.main(args))
         return {"analyze": cmd_analyze, "eval": cmd_eval, "explain": cmd_explain, "rules": cmd_rules}[args.command](args)
@@ -101,6 +106,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"postmortem: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)",
               file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _check_tz(tz: str | None) -> None:
+    """--tz takes an IANA zone name or a UTC offset; a name is never opened as a path."""
+    from postmortem.parsers.clocks import zone
+
+    if tz is not None and zone(tz) is None:
+        raise UsageError(f"--tz {tz!r} is not an IANA time zone name (e.g. Europe/Berlin) or a UTC offset (+02:00)")
 
 
 def _write(target: str, text: str) -> None:
@@ -121,13 +134,17 @@ def _knowledge_errors(rules: list[Path]) -> None:
         raise UsageError(f"bad rules file: {exc}") from exc
 
 
-def _analyze(bundle: Path, rules: list[Path], tz: str | None = None, use_gdb: bool = False):
+def _analyze(bundle: Path, rules: list[Path], tz: str | None = None, use_gdb: bool = False,
+             time_limit: float | None = None, allow_hardlinks: bool = False):
     from postmortem.bundle import BundleError
     from postmortem.run import Options, analyze
 
     _knowledge_errors(rules)
+    if time_limit is not None and time_limit <= 0:
+        raise UsageError("--time-limit must be a positive number of seconds")
     try:
-        return analyze(bundle, Options(tz=tz, rules=tuple(rules), use_gdb=use_gdb))
+        return analyze(bundle, Options(tz=tz, rules=tuple(rules), use_gdb=use_gdb, time_limit=time_limit,
+                                       allow_hardlinks=allow_hardlinks))
     except BundleError as exc:
         raise UsageError(str(exc)) from exc
 
@@ -136,11 +153,12 @@ def cmd_analyze(args) -> int:
     from postmortem.bundle import bundle_name
     from postmortem.report import html, jsonout, markdown, terminal
 
-    analysis = _analyze(args.bundle, args.rules, args.tz, args.gdb)
+    analysis = _analyze(args.bundle, args.rules, args.tz, args.gdb, args.time_limit, args.allow_hardlinks)
     stdout_taken = args.json == "-" or args.markdown == "-"
-    html_target = args.html or str(Path("reports") / f"{bundle_name(args.bundle.resolve())}.html")
+    named = args.bundle if str(args.bundle) == "-" else args.bundle.resolve()
+    html_target = args.html or str(Path("reports") / f"{bundle_name(named)}.html")
     if html_target != "-":
-        _write(html_target, html.render(analysis, bundle_path=args.bundle))
+        _write(html_target, html.render(analysis, bundle_path=None if str(args.bundle) == "-" else args.bundle))
     if args.json:
         _write(args.json, jsonout.render(analysis) + "\n")
     if args.markdown:
@@ -149,6 +167,8 @@ def cmd_analyze(args) -> int:
         terminal.render(analysis, quiet=args.quiet)
         if args.explain:
             print("\n".join(analysis.verdict.trace))
+        for note in analysis.limits:
+            print(f"note: {note}", file=sys.stderr)
         if not args.quiet and html_target != "-":
             print(f"report: {html_target}")
     elif args.explain:

@@ -197,6 +197,7 @@ class Finding:
     role: str = "root"              # root (can be the first failure) | symptom (a consequence)
     strength: str = ""              # strong (one is enough to claim) | weak (needs a second sign), from the registry
     signal: str = ""                # the registered signal id behind it (knowledge/signals.toml, msg.<id>)
+    signs: tuple[str, ...] = ()     # independent registered signs a rule combined into this one finding
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,3 +239,4 @@ class Analysis:
     verdict: Verdict
     timeline_notes: tuple[str, ...] = ()
     hosts: tuple[str, ...] = ()
+    limits: tuple[str, ...] = ()    # budgets the bundle reached (time, bytes, files), in words

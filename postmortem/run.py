@@ -10,11 +10,13 @@ import dataclasses
 import gc
 import io
 import itertools
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
 from postmortem import bundle, knowledge, timeline
+from postmortem.budget import Budget, Meter
 from postmortem.classify import classify
 from postmortem.model import Analysis, Artifact, ArtifactStatus, Case, Event, Fact, Stack
 from postmortem.parsers import parse_text
@@ -26,6 +28,12 @@ class Options:
     rules: tuple[Path, ...] = ()               # extra knowledge files (--rules)
     use_gdb: bool = False                      # add a symbolized gdb backtrace for cores
     progress: Callable[[str], None] | None = None
+    # Wall-time limit for one analysis, in seconds (None: no limit).  When it is reached,
+    # reading stops, the verdict is made from what was read, and Analysis.limits says so.
+    time_limit: float | None = None
+    budget: Budget = Budget()                  # sizes and counts one bundle may cost
+    allow_hardlinks: bool = False              # read files with more than one hard link
+    clock: Callable[[], float] = time.monotonic  # for the time limit (tests pass a fake clock)
 
 
 @dataclass
@@ -35,6 +43,7 @@ class _Collected:
     facts: list[Fact] = field(default_factory=list)
     artifacts: list[Artifact] = field(default_factory=list)
     counter: Iterator[int] = field(default_factory=itertools.count)  # reading order of events
+    meter: Meter = field(default_factory=Meter)
 
 
 def analyze(path: Path, options: Options = Options()) -> Analysis:
@@ -51,18 +60,31 @@ def analyze(path: Path, options: Options = Options()) -> Analysis:
 
 def _analyze(path: Path, options: Options) -> Analysis:
     k = knowledge.load(options.rules)
-    entries, skipped = bundle.open_bundle(path)
-    got = _Collected(artifacts=list(skipped))
+    meter = Meter(options.budget, options.time_limit, options.clock)
+    entries, skipped = bundle.open_bundle(path, meter, options.allow_hardlinks)
+    got = _Collected(artifacts=list(skipped), meter=meter)
     for entry in entries:
+        if meter.out_of_time():
+            got.artifacts.append(Artifact(path=entry.path, kind="unread", status=ArtifactStatus.SKIPPED,
+                                          message=f"not read: {meter.stopped}", size=entry.size,
+                                          host=entry.host, mtime=entry.mtime))
+            continue
         if options.progress:
             options.progress(entry.path)
-        got.artifacts.append(_read_entry(entry, got, options, k))
+        got.artifacts.append(_noted(entry, _read_entry(entry, got, options, k)))
+        meter.events = len(got.events)
     events = tuple(got.events)
     artifacts = tuple(sorted(got.artifacts, key=lambda a: a.path))
     case = Case(bundle.bundle_name(path), events, tuple(got.stacks), tuple(got.facts), artifacts)
     placed = timeline.place(case, tz=options.tz)
     verdict = classify(placed.case, k)
-    return Analysis(placed.case, verdict, placed.notes, placed.hosts)
+    return Analysis(placed.case, verdict, placed.notes, placed.hosts, tuple(meter.notes))
+
+
+def _noted(entry: bundle.Entry, art: Artifact) -> Artifact:
+    if not entry.note:
+        return art
+    return dataclasses.replace(art, message="; ".join(m for m in (entry.note, art.message) if m))
 
 
 def _read_entry(entry: bundle.Entry, got: _Collected, options: Options, k) -> Artifact:
@@ -80,27 +102,51 @@ def _read_entry(entry: bundle.Entry, got: _Collected, options: Options, k) -> Ar
             kind = bundle.sniff(head)
             if kind == "gzip":
                 inner = bundle.gunzip(stream, entry.path)
-                inner_head = inner.peek(bundle.SNIFF_BYTES)[: bundle.SNIFF_BYTES]
+                try:
+                    inner_head = inner.peek(bundle.SNIFF_BYTES)[: bundle.SNIFF_BYTES]
+                except bundle.CUT_ERRORS as exc:
+                    return Artifact(kind="gzip", status=ArtifactStatus.ERROR,
+                                    message=f"compressed data is cut or corrupt ({type(exc).__name__}: {exc})", **base)
                 kind = bundle.sniff(inner_head)
-                return _read_content(entry, inner, kind, got, options, base, k, compressed=True)
-            return _read_content(entry, stream, kind, got, options, base, k, compressed=False)
+                return _read_content(entry, inner, kind, got, options, base, k, compressed=True,
+                                     encoding=bundle.text_encoding(inner_head))
+            return _read_content(entry, stream, kind, got, options, base, k, compressed=False,
+                                 encoding=bundle.text_encoding(head))
     except Exception as exc:  # noqa: BLE001 - one bad artifact never stops the analysis
         return Artifact(kind="unreadable", status=ArtifactStatus.ERROR,
                         message=f"{type(exc).__name__}: {exc}", **base)
 
 
 def _read_content(entry, stream, kind: str, got: _Collected, options: Options, base: dict, k,
-                  compressed: bool) -> Artifact:
+                  compressed: bool, encoding: str | None = None) -> Artifact:
     label = f"{kind} (gzip)" if compressed else kind
     if kind == "text":
-        result = parse_text(entry.path, bundle.iter_lines(stream), host=entry.host, k=k, counter=got.counter)
+        if encoding:
+            label = f"text ({encoding})" + (" (gzip)" if compressed else "")
+        lines = bundle.iter_lines(stream, got.meter, encoding)
+        result = parse_text(entry.path, lines, host=entry.host, k=k, counter=got.counter, meter=got.meter)
         got.events.extend(result.sink.events)
         got.stacks.extend(result.sink.stacks)
         got.facts.extend(result.sink.facts)
-        message = "; ".join(result.sink.problems[:3])
+        said = []
+        if lines.ended.startswith("the data breaks off"):
+            said.append(f"file is cut: read up to line {result.lines} ({lines.ended})")
+        elif lines.ended:
+            said.append(f"read stopped at line {result.lines}: {lines.ended}")
+        if result.stopped:
+            said.append(result.stopped)
+        if lines.cut_lines:
+            said.append(f"{lines.cut_lines} line(s) longer than {lines.cap} characters cut")
+        if lines.blank_skipped > 1000:
+            said.append(f"{lines.blank_skipped} blank lines counted, not read one by one")
+        if result.repeated:
+            said.append(f"{result.repeated} repeats of identical lines counted, not parsed again")
+        said.extend(result.sink.problems[:3])
+        message = "; ".join(said)
         if len(result.sink.problems) > 3:
             message += f"; and {len(result.sink.problems) - 3} more"
-        return Artifact(kind=label, status=ArtifactStatus.OK, message=message, parsers=result.parsers,
+        status = ArtifactStatus.ERROR if lines.ended.startswith("the data breaks off") else ArtifactStatus.OK
+        return Artifact(kind=label, status=status, message=message, parsers=result.parsers,
                         lines=result.lines, unclaimed=result.unclaimed, **base)
     if kind == "core":
         return _read_core(entry, stream, got, options, base, label)

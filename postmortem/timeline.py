@@ -30,7 +30,8 @@ from datetime import datetime, timedelta, timezone, tzinfo
 
 from postmortem import job, signals
 from postmortem.knowledge.registry import KIND, deaths, produced_by
-from postmortem.model import Basis, Case, ClockKind, Event, When
+from postmortem.model import Basis, Case, ClockKind, Event, Fact, When
+from postmortem.parsers import clocks
 
 _KERNEL_KINDS = produced_by("parser:kernel")
 _CORE_KINDS = produced_by("parser:core")
@@ -46,68 +47,137 @@ class Placed:
 
 
 def _zone(name: str | None) -> tzinfo | None:
-    if not name:
-        return None
-    from dateutil import tz as dtz
+    return clocks.zone(name)
 
-    if re.fullmatch(r"[+-]\d\d:?\d\d", name):
-        sign = 1 if name[0] == "+" else -1
-        hh, mm = int(name[1:3]), int(name[-2:])
-        return timezone(sign * timedelta(hours=hh, minutes=mm))
-    return dtz.gettz(name)
+
+# Where a host's boot sits on the wall clock, best first.  printk stamps count
+# local_clock(), which like CLOCK_MONOTONIC stops in suspend: boot = realtime - monotonic
+# read at one instant (clock.json).  realtime - boottime (older collects' manifest) is as
+# exact unless the host slept.  /proc/stat btime is whole seconds.
+_DRIFT_PPM = 50e-6   # printk's raw clock vs NTP-disciplined CLOCK_MONOTONIC, worst usual case
+
+
+def _triple_boot(case: Case) -> dict[str | None, tuple[datetime, str, float]]:
+    """host -> boot time from collect's clock triple (clock.json) or manifest clock."""
+    out: dict[str | None, tuple[datetime, str, float]] = {}
+    by_name: dict[str, Fact] = {}
+    for f in case.facts:
+        by_name.setdefault(f.name, f)
+    rt, mono = by_name.get("clock.realtime"), by_name.get("clock.monotonic")
+    if rt is not None and mono is not None:
+        boot = clocks.from_unix(float(rt.value) - float(mono.value))
+        if boot is not None:
+            out[rt.host] = (boot, f"clock triple, realtime - monotonic ({rt.ref.describe()})", 1e-3,
+                            float(mono.value))
+            return out
+    rt, bt = by_name.get("manifest.realtime"), by_name.get("manifest.boottime")
+    if rt is not None and bt is not None:
+        boot = clocks.from_unix(float(rt.value) - float(bt.value))
+        if boot is not None:
+            out[rt.host] = (boot, f"collect's clock, realtime - boottime ({rt.ref.describe()}; "
+                                  "off by any time the host slept)", 1e-2, float(bt.value))
+    return out
+
+
+def _boot_uncertainty(boot: tuple, seconds: float) -> float:
+    """A clock read pins the offset at one instant (boot[3], seconds since boot); printk's
+    clock drifts from it with distance."""
+    if len(boot) > 3 and boot[3] is not None:
+        return boot[2] + abs(boot[3] - seconds) * _DRIFT_PPM
+    return boot[2]
 
 
 def _bundle_zone(case: Case) -> tuple[tzinfo | None, str]:
-    for f in case.facts:
-        if f.name == "host.tz" and f.value:
-            z = _zone(str(f.value))
-            if z is not None:
-                return z, f"{f.value} (from {f.ref.describe()})"
-    return None, ""
+    return clocks.bundle_zone(case.facts)
 
 
-def _boot_times(case: Case, zone: tzinfo) -> dict[str | None, tuple[datetime, str, float]]:
-    """host -> (boot time, where it came from, uncertainty in s)."""
-    boots: dict[str | None, tuple[datetime, str, float]] = {}
+def _boot_times(case: Case, zone: tzinfo, absolute_only: bool = False) -> dict[str | None, tuple]:
+    """host -> (boot time, where it came from, uncertainty in s[, seconds since boot when read]).
+    `absolute_only`: leave out `uptime -s`, which prints local time."""
+    boots: dict[str | None, tuple[datetime, str, float]] = dict(_triple_boot(case))
     for f in case.facts:
-        if f.name == "host.btime":
+        if f.name == "host.btime" and f.host not in boots:
             try:
-                boots[f.host] = (datetime.fromtimestamp(float(f.value), UTC), f.ref.describe(), 1.0)
-            except (TypeError, ValueError, OverflowError, OSError):
+                t = clocks.from_unix(float(f.value))
+            except (TypeError, ValueError):
                 continue
+            if t is not None:
+                boots[f.host] = (t, f.ref.describe(), 1.0)
     for f in case.facts:
-        if f.name == "host.boot_time" and f.host not in boots:
+        if f.name == "host.boot_time" and f.host not in boots and not absolute_only:
             try:
                 t = datetime.fromisoformat(str(f.value))
             except ValueError:
                 continue
-            boots[f.host] = (t if t.tzinfo else t.replace(tzinfo=zone), f.ref.describe(), 1.0)
+            t = clocks.plausible(t if t.tzinfo else t.replace(tzinfo=zone))
+            if t is not None:
+                boots[f.host] = (t, f.ref.describe(), 1.0)
     return boots
 
 
 _STAMP_PREFIX = re.compile(r"^\s*\[[^\]]*\]\s*")
 
 
-def _kernel_anchor_boot(events: list[Event], zone: tzinfo) -> dict[str | None, tuple[datetime, str, float]]:
-    """Boot time per host from the same kernel line printed raw and with -T."""
+def _raw_and_walled(events: list[Event]):
+    """(host, seconds since boot, wall stamp) for each kernel line printed both raw and
+    with a wall time (dmesg and dmesg -T, or journal lines that keep the printk time)."""
+    from postmortem.job import _body
+
     raw: dict[tuple[str | None, str], float] = {}
     for e in events:
-        if e.stamp and e.stamp.clock is ClockKind.BOOT and e.kind in _KERNEL_KINDS:
-            raw.setdefault((e.host, e.text), e.stamp.seconds or 0.0)
-    found: dict[str | None, list[float]] = defaultdict(list)
+        if e.stamp and e.stamp.clock is ClockKind.BOOT and e.kind in _KERNEL_KINDS and e.stamp.seconds is not None:
+            raw.setdefault((e.host, _body(e)), e.stamp.seconds)
     for e in events:
         if e.stamp and e.stamp.clock in (ClockKind.WALL, ClockKind.WALL_LOCAL) and e.kind in _KERNEL_KINDS:
-            secs = raw.get((e.host, e.text))
-            if secs is None or e.stamp.wall is None:
-                continue
-            wall = e.stamp.wall if e.stamp.wall.tzinfo else e.stamp.wall.replace(tzinfo=zone)
-            found[e.host].append(wall.timestamp() - secs)
+            secs = raw.get((e.host, _body(e)))
+            if secs is None:
+                boot_s = e.data.get("boot_s")
+                secs = boot_s if isinstance(boot_s, (int, float)) and not isinstance(boot_s, bool) else None
+            if secs is not None and e.stamp.wall is not None:
+                yield e.host, float(secs), e.stamp
+
+
+def _kernel_anchor_boot(events: list[Event], zone: tzinfo) -> dict[str | None, tuple]:
+    """Boot time per host from the same kernel line printed raw and with -T."""
+    found: dict[str | None, list[float]] = defaultdict(list)
+    for host, secs, stamp in _raw_and_walled(events):
+        wall = stamp.wall if stamp.wall.tzinfo else stamp.wall.replace(tzinfo=zone)  # type: ignore[union-attr]
+        if stamp.year_known and clocks.plausible(wall):
+            found[host].append(wall.timestamp() - secs)
     out = {}
     for host, offsets in found.items():
         offsets.sort()
-        median = offsets[len(offsets) // 2]
-        out[host] = (datetime.fromtimestamp(median, UTC), f"{len(offsets)} kernel line(s) seen raw and with -T", 1.0)
+        boot = clocks.from_unix(offsets[len(offsets) // 2])
+        if boot is not None:
+            out[host] = (boot, f"{len(offsets)} kernel line(s) seen raw and with a wall time", 1.0)
     return out
+
+
+def _zone_from_kernel_copies(events: list[Event], boots: dict) -> tuple[tzinfo | None, str]:
+    """The pair of copies (raw seconds + a known boot time, and `dmesg -T`'s local time)
+    reveals the offset of the zone `dmesg -T` printed in, to the quarter hour."""
+    diffs: list[float] = []
+    for host, secs, stamp in _raw_and_walled(events):
+        boot = boots.get(host) or (boots.get(None) if len(boots) == 1 else None)
+        if boot is None or stamp.clock is not ClockKind.WALL_LOCAL or not stamp.year_known or boot[2] > 1.5:
+            continue
+        at = clocks.add_seconds(boot[0], secs)
+        if at is None:
+            continue
+        try:
+            diffs.append((stamp.wall.replace(tzinfo=UTC) - at).total_seconds())  # type: ignore[union-attr]
+        except (OverflowError, ValueError):
+            continue
+    if len(diffs) < 1:
+        return None, ""
+    diffs.sort()
+    median = diffs[len(diffs) // 2]
+    quarter = round(median / 900) * 900
+    if abs(median - quarter) > 3 or abs(quarter) > 14 * 3600:
+        return None, ""
+    hours = quarter / 3600
+    return (timezone(timedelta(seconds=quarter)),
+            f"UTC{hours:+g} h (inferred: {len(diffs)} kernel line(s) printed raw and with dmesg -T, against the boot time)")
 
 
 def _fill_year(case: Case) -> int | None:
@@ -127,6 +197,8 @@ def place(case: Case, tz: str | None = None) -> Placed:
     zone_note = f"--tz {tz}" if zone else ""
     if zone is None:
         zone, zone_note = _bundle_zone(case)
+    if zone is None:
+        zone, zone_note = _zone_from_kernel_copies(list(case.events), _boot_times(case, UTC, absolute_only=True))
     if zone is None:
         zone, zone_note = UTC, "UTC (assumed: no --tz and no zone in the bundle)"
     year = _fill_year(case)
@@ -168,7 +240,7 @@ def place(case: Case, tz: str | None = None) -> Placed:
     if any(e.stamp and not e.stamp.year_known for e in case.events):
         notes.append(f"year missing in some sources; filled with {year}" if year else
                      "year missing in some sources and no dated source to fill it")
-    for host, (bt, where, _) in boots.items():
+    for host, (bt, where, *_) in boots.items():
         notes.append(f"boot time of {host or 'the host'}: {bt.isoformat()} ({where})")
     hosts = tuple(sorted({e.host for e in placed if e.host}))
     facts = case.facts + tuple(job.window_facts(window))
@@ -220,9 +292,10 @@ def _boot_from_process_deaths(placed: list[Event], boots: dict) -> dict:
     for host, offsets in found.items():
         offsets.sort()
         spread = offsets[-1] - offsets[0]
-        out[host] = (datetime.fromtimestamp(offsets[len(offsets) // 2], UTC),
-                     f"anchored on {len(offsets)} process death(s) seen by the kernel and the launcher",
-                     max(1.5, spread))
+        boot = clocks.from_unix(offsets[len(offsets) // 2])
+        if boot is not None:
+            out[host] = (boot, f"anchored on {len(offsets)} process death(s) seen by the kernel and the launcher",
+                         max(1.5, spread))
     return out
 
 
@@ -276,9 +349,8 @@ def _apply_skews(placed: list[Event], skews: dict, notes: list[str]) -> list[Eve
         notes.append(f"clock of {host} is {skew:+.3f} s relative to {ref} ({n} anchor(s), spread {spread:.3f} s)")
         if abs(skew) <= resolution:
             continue
-        shift = timedelta(seconds=skew)
         out = [_with_when(e, When(
-            e.when.at - shift, Basis.ANCHORED, (e.when.uncertainty_s or 0) + resolution,
+            clocks.add_seconds(e.when.at, -skew), Basis.ANCHORED, (e.when.uncertainty_s or 0) + resolution,
             f"{e.when.note + '; ' if e.when.note else ''}shifted {-skew:+.3f} s onto {ref}'s clock "
             f"(skew from {n} anchor(s))"))
             if e.host == host and e.when and e.when.at else e for e in out]
@@ -326,16 +398,16 @@ def _when(e: Event, zone: tzinfo, zone_note: str, year: int | None,
         return None
     if s.clock is ClockKind.WALL and s.wall is not None:
         at = s.wall if s.wall.tzinfo else s.wall.replace(tzinfo=UTC)
-        at = _with_year(at, s.year_known, year)
+        at = clocks.plausible(_with_year(at, s.year_known, year))
         if at is None:
-            return When(None, Basis.ORDER_ONLY, None, "year unknown")
+            return When(None, Basis.ORDER_ONLY, None, "year unknown or out of range; order only")
         delta_base[e.ref.path] = at
         basis = Basis.MEASURED if s.year_known else Basis.CONVERTED
         return When(at, basis, s.resolution_s, "" if s.year_known else f"year filled in ({year})")
     if s.clock is ClockKind.WALL_LOCAL and s.wall is not None:
-        at = _with_year(s.wall.replace(tzinfo=zone), s.year_known, year)
+        at = clocks.plausible(_with_year(s.wall.replace(tzinfo=zone), s.year_known, year))
         if at is None:
-            return When(None, Basis.ORDER_ONLY, None, "year unknown")
+            return When(None, Basis.ORDER_ONLY, None, "year unknown or out of range; order only")
         delta_base[e.ref.path] = at
         note = f"local time read as {zone_note}" + ("" if s.year_known else f"; year filled in ({year})")
         return When(at, Basis.CONVERTED, s.resolution_s, note)
@@ -343,15 +415,19 @@ def _when(e: Event, zone: tzinfo, zone_note: str, year: int | None,
         boot = boots.get(e.host) or (boots.get(None) if len(boots) <= 1 else None)
         if boot is None:
             return When(None, Basis.ORDER_ONLY, None, f"{s.seconds:.6f} s after boot; boot time unknown")
-        at = boot[0] + timedelta(seconds=s.seconds)
+        at = clocks.add_seconds(boot[0], s.seconds)
+        if at is None:
+            return When(None, Basis.ORDER_ONLY, None, f"{s.seconds:.6f} s after boot is out of range; order only")
         delta_base[e.ref.path] = at
-        return When(at, Basis.CONVERTED, boot[2] + s.resolution_s,
+        return When(at, Basis.CONVERTED, _boot_uncertainty(boot, s.seconds) + s.resolution_s,
                     f"boot time + {s.seconds:.6f} s ({boot[1]}); printk clock drifts and stops in suspend")
     if s.clock is ClockKind.DELTA and s.seconds is not None:
         base = delta_base.get(e.ref.path)
         if base is None:
             return When(None, Basis.ORDER_ONLY, None, f"+{s.seconds:.6f} s after the previous line")
-        at = base + timedelta(seconds=s.seconds)
+        at = clocks.add_seconds(base, s.seconds)
+        if at is None:
+            return When(None, Basis.ORDER_ONLY, None, f"+{s.seconds:.6f} s is out of range; order only")
         delta_base[e.ref.path] = at
         return When(at, Basis.CONVERTED, 1.0, "accumulated from dmesg deltas")
     return None

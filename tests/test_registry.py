@@ -16,7 +16,10 @@ PKG = ROOT / "postmortem"
 # Code that reads signals: the classifier, counter-evidence, the timeline, stack code.
 READERS = sorted(PKG.glob("classify/**/*.py")) + [PKG / "timeline.py", PKG / "stacks.py"]
 RULE_CODE = sorted(PKG.glob("classify/**/*.py"))
-KIND_LITERAL = re.compile(r"^(?:msg|nccl|kernel|py|native|gdb|core|launcher|torch|fr|flightrec)\.[a-z0-9_]+$")
+# Any dotted name under a prefix the registered kinds use (nccl., kernel., fr., pyspy. ...).
+_PREFIXES = sorted({s.split(".")[0] for s, sig in reg.registry().signals.items() if not sig.producer.startswith("rule:")}
+                   | {"torch"})
+KIND_LITERAL = re.compile(rf"^(?:{'|'.join(_PREFIXES)})\.[a-z0-9_]+$")
 NAMESPACES = {"KIND": reg.KIND, "SIGN": reg.SIGN, "LIMIT": reg.LIMIT, "COUNTER": reg.COUNTER}
 
 
@@ -83,6 +86,19 @@ def test_every_kind_the_parsers_emit_on_the_fixtures_is_registered():
     assert len(seen) > 15
     unregistered = {k: where for k, where in seen.items() if k not in signals}
     assert not unregistered, f"register these kinds in postmortem/knowledge/signals.toml: {unregistered}"
+
+
+def test_every_kind_literal_in_the_parsers_is_registered():
+    """Parsers name their kinds as literals (they are the producers); each one is registered."""
+    signals = reg.registry().signals
+    literal = re.compile(r"""(?:sink\.event\([^,]+,\s*|kind=|\(\(|\),\s*\()["']([a-z]+\.[a-z0-9_]+)["']""")
+    found = set()
+    for path in sorted((PKG / "parsers").glob("*.py")) + [PKG / "core.py"]:
+        for name in literal.findall(path.read_text(encoding="utf-8")):
+            if KIND_LITERAL.match(name):
+                found.add(name)
+    assert len(found) > 20
+    assert not found - set(signals), f"register in postmortem/knowledge/signals.toml: {sorted(found - set(signals))}"
 
 
 def test_a_process_death_is_defined_once_as_a_role_on_kinds():

@@ -70,8 +70,47 @@ def classify(case: Case, k: Knowledge) -> Verdict:
     root_cause = _pick_root(by_cause, contenders, k, trace)
     if root_cause is None or scores[root_cause] < MIN_CONFIDENCE:
         return _unknown(case, k, findings, scores, trace)
-    return _verdict(case, k, root_cause, by_cause[root_cause], findings, scores, contenders,
-                    counters.get(root_cause, (1.0, ()))[1], trace)
+    tentative = not _claimable(by_cause[root_cause], trace)
+    if tentative and not LIMIT.weak_sign_alone_claims:
+        return _unknown(case, k, findings, scores, trace, leaning=root_cause)
+    if _confidence(root_cause, contenders, k) < MIN_CONFIDENCE:
+        trace.append(f"resolve: {root_cause}'s confidence after its rivals is below {MIN_CONFIDENCE:.2f}")
+        return _unknown(case, k, findings, scores, trace, leaning=root_cause)
+    verdict = _verdict(case, k, root_cause, by_cause[root_cause], findings, scores, contenders,
+                       counters.get(root_cause, (1.0, ()))[1], trace)
+    if tentative:
+        # Claimed on one weak sign (signals.toml weak_sign_alone_claims): say what would confirm it.
+        collect = tuple(dict.fromkeys((*_pointers_in_bundle(case), *k.causes[root_cause].collect)))
+        verdict = dataclasses.replace(verdict, collect=collect, trace=verdict.trace + (
+            f"resolve: tentative — {root_cause} rests on one weak sign; collect: {'; '.join(collect[:3]) or '-'}",))
+    return verdict
+
+
+def _independent_signs(findings: list[Finding]) -> list[str]:
+    """The distinct registered signs the findings rest on; a finding that only repeats
+    another's lines adds none."""
+    out: list[str] = []
+    seen_lines: list[set] = []
+    for f in sorted(findings, key=lambda f: -f.confidence):
+        lines = {(r.path, r.line) for r in f.evidence}
+        if lines and any(lines <= s for s in seen_lines):
+            continue
+        seen_lines.append(lines)
+        out.extend(s for s in (f.signs or (f.signal or f.discriminator or f.rule,)) if s not in out)
+    return out
+
+
+def _claimable(findings: list[Finding], trace: list[str]) -> bool:
+    """A claim needs one strong sign or two independent ones (signals.toml `strength`)."""
+    roots = [f for f in findings if f.role == "root"] or findings
+    if any(f.strength == "strong" for f in roots):
+        return True
+    signs = _independent_signs(roots)
+    if len(signs) >= 2:
+        trace.append(f"resolve: {findings[0].cause} rests on {len(signs)} independent weak signs: " + ", ".join(signs))
+        return True
+    trace.append(f"resolve: {findings[0].cause} rests on one weak sign ({', '.join(signs)}): not enough to claim")
+    return False
 
 
 def _counters(findings: list[Finding], case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
@@ -207,14 +246,15 @@ def _pointers_in_bundle(case: Case) -> list[str]:
 
 
 def _unknown(case: Case, k: Knowledge, findings: list[Finding], scores: dict[str, float],
-             trace: list[str]) -> Verdict:
+             trace: list[str], leaning: str | None = None) -> Verdict:
     u = k.causes["unknown"]
-    best = sorted(scores, key=lambda c: -scores[c])
+    best = sorted(scores, key=lambda c: (c != leaning, -scores[c]))
     collect = _pointers_in_bundle(case) + list(u.collect)
     for c in best[:2]:
         collect.extend(x for x in k.causes[c].collect if x not in collect)
     kinds = {a.kind for a in case.artifacts}
     summary = ("No evidence decides the cause" if not findings else
+               f"Not enough to claim: leaning {leaning} ({scores[leaning]:.2f}); collect more to decide" if leaning else
                f"Evidence is too weak to decide (best guess: {best[0]}, {scores[best[0]]:.2f})" if best else
                "Only consequences were found, no cause")
     if not case.events and not case.stacks:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Iterable
 
@@ -32,7 +32,7 @@ DEATHS = ("", "fatal_signal", "exit", "exception", "kernel_kill", "reported")
 _ID = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)   # identity: one object per registered id
 class Signal:
     id: str
     producer: str           # "parser:<name>", "pattern:messages.toml" or "rule:<rule id>"
@@ -43,6 +43,7 @@ class Signal:
     weight: float           # how much one such sign supports its cause (0 for context)
     provenance: str
     death: str = ""         # how this event says a process died ("" when it does not)
+    params: dict = field(default_factory=dict)  # data the producing rule reads (lists of names, patterns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +118,7 @@ def parse_signals(data: dict, causes: Iterable[str], origin: str = "signals.toml
             if sid in signals:
                 raise KnowledgeError(f"{where}: defined twice")
             signals[sid] = Signal(sid, producer, tuple(e.get("fields", ())), cause, role, strength, weight,
-                                  e["provenance"], death)
+                                  e["provenance"], death, dict(e.get("params", {})))
     limits = {}
     for lid, e in data.get("threshold", {}).items():
         where = f"{origin} [threshold.{lid}]"

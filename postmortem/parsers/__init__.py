@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from postmortem import knowledge
+from postmortem.budget import Meter
 from postmortem.parsers import (
+    clocks,
     faulthandler,
     gdb,
     kernel,
@@ -37,6 +39,7 @@ PARSERS: tuple[type[LineParser], ...] = (
     pyspy.PySpyParser,
     launcher.LauncherParser,
     pytrace.TracebackParser,
+    clocks.ClockParser,
     system.SystemParser,
 )
 
@@ -47,19 +50,47 @@ class TextResult:
     lines: int
     unclaimed: int
     parsers: tuple[str, ...]
+    repeated: int = 0      # identical lines counted but not parsed again (the budget's `repeats`)
+    stopped: str = ""      # why parsing stopped before the end (time or event budget)
+
+
+# Distinct lines remembered for the identical-line count; beyond this, lines are just parsed.
+_SEEN_CAP = 200_000
 
 
 def parse_text(path: str, raw_lines: Iterable[str], host: str | None = None,
-               k: knowledge.Knowledge | None = None, counter: Iterator[int] | None = None) -> TextResult:
+               k: knowledge.Knowledge | None = None, counter: Iterator[int] | None = None,
+               meter: Meter | None = None) -> TextResult:
     """Read one text artifact; never raises on content.  `counter` numbers events in
-    reading order across a whole bundle."""
+    reading order across a whole bundle.  With a `meter`, the bundle's budget applies:
+    a line seen more than `repeats` times (outside any block) is counted, not parsed
+    again, and parsing stops with what it has when time or the event budget runs out.
+    `raw_lines` may be a bundle.Lines, whose numbering skips runs of blank lines."""
     sink = Sink(counter=counter) if counter is not None else Sink()
     parsers = [cls(path, sink) for cls in PARSERS]
     matcher = messages.MessageMatcher(path, sink, k)
     used: set[str] = set()
     in_block: list[LineParser] = []  # parsers inside a multi-line block, in registry order
-    n = unclaimed = 0
-    for n, raw in enumerate(raw_lines, start=1):
+    n = unclaimed = repeated = 0
+    stopped = ""
+    numbered = raw_lines.numbered() if hasattr(raw_lines, "numbered") else enumerate(raw_lines, start=1)
+    seen: dict[int, int] = {}
+    repeats = meter.budget.repeats if meter is not None else None
+    for i, (n, raw) in enumerate(numbered):
+        if meter is not None and not i & 1023:
+            if meter.events + len(sink.events) > meter.budget.events:
+                meter.stop(f"event budget of {meter.budget.events} events reached")
+            if meter.out_of_time():
+                stopped = f"stopped at line {n}: {meter.stopped}"
+                break
+        if repeats is not None and not in_block:
+            key = hash(raw)
+            times = seen.get(key, 0) + 1
+            if times > repeats:
+                repeated += 1
+                continue
+            if len(seen) < _SEEN_CAP:
+                seen[key] = times
         raw = clean(raw)
         text, rank, wrapped_host, stamp = strip(raw)
         line = Line(path, n, text, raw, wrapped_host or host, rank, stamp)
@@ -72,7 +103,7 @@ def parse_text(path: str, raw_lines: Iterable[str], host: str | None = None,
             used.add(matcher.name)
     for p in parsers:
         _safely(sink, p, p.finish)
-    return TextResult(sink, n, unclaimed, tuple(sorted(used)))
+    return TextResult(sink, n, unclaimed, tuple(sorted(used)), repeated, stopped)
 
 
 def _offer(parsers: list[LineParser], in_block: list[LineParser], line: Line, sink: Sink) -> LineParser | None:

@@ -79,6 +79,7 @@ def page(a: Analysis, context: Mapping[tuple[str, int], list[tuple[int, str]]]) 
         "a": a, "v": a.verdict, "version": __version__,
         "category_label": CATEGORY_LABEL.get(a.verdict.category.value, a.verdict.category.value),
         "evidence": evidence, "timeline": view, "svg": svg.layout(view),
+        "svg_history": svg.history_layout(view),
         "stacks": build_stacks(a.case.stacks), "cores": build_cores(a.case.facts), "hang": collectives_view.build(a),
         "artifacts": artifacts, "cut_artifacts": cut_artifacts, "artifact_anchor": artifact_anchor,
         "css": _markup(css), "js": _markup(js), "csp": _csp(css, js), "data": _data(a),

@@ -87,6 +87,7 @@ def to_dict(a: Analysis) -> dict[str, Any]:
         },
         "signature": v.signature,
         "timeline_notes": list(a.timeline_notes),
+        "limits": list(a.limits),
         "hosts": list(a.hosts),
         "timeline": [event_json(e) for e in events],
         "timeline_rows": timeline_rows(events),

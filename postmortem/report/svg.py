@@ -4,6 +4,11 @@ Two bands share the lanes.  The *placed* band is a time axis: a dot at each even
 time, a bar for its uncertainty when the time was inferred.  The *unplaced* band holds
 events with no time at all, spread in reading order, so nobody mistakes their
 position for a time.
+
+The placed band spans the job (its window and its own events, the root among them);
+context outside the job (kernel history from earlier runs) is drawn in a chart of its
+own (`history_layout`), which the page keeps folded.  Each placed dot carries its times
+(`t`, `t_end`, `u`) so the page's script can zoom and pan without a server.
 """
 from __future__ import annotations
 
@@ -38,6 +43,9 @@ class Dot:
     lane: int
     href: str
     title: str
+    t: float | None = None     # POSIX seconds of the first / last event, its uncertainty (placed band)
+    t_end: float | None = None
+    u: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,9 @@ class Band:
     dots: list[Dot]
     ticks: list[tuple[float, str]]
     bottom: float
+    t0: float | None = None    # the time range drawn (placed band)
+    t1: float | None = None
+    full: tuple[float, float] | None = None  # every placed event of this band, for "zoom out"
 
 
 @dataclass(frozen=True)
@@ -70,12 +81,14 @@ class Layout:
 
 
 def layout(view: TimelineView) -> Layout:
+    """The job's chart: its placed events over its own range, then the unplaced ones."""
     bands: list[Band] = []
     top = 4.0
-    placed = [m for m in view.marks if m.band == PLACED]
-    unplaced = [m for m in view.marks if m.band == UNPLACED]
-    if placed and view.placed_range:
-        band = _placed_band(view, placed, top)
+    placed = [m for m in view.marks if m.band == PLACED and not m.context]
+    unplaced = [m for m in view.marks if m.band == UNPLACED and not m.context]
+    span = view.job_range if view.job_range else view.placed_range
+    if placed and span:
+        band = _placed_band(view, placed, top, span, "On the clock")
         bands.append(band)
         top = band.bottom + 10
     if unplaced:
@@ -83,6 +96,16 @@ def layout(view: TimelineView) -> Layout:
         bands.append(band)
         top = band.bottom + 4
     return Layout(WIDTH, top, LABEL_WIDTH, PLOT_LEFT, PLOT_RIGHT, bands)
+
+
+def history_layout(view: TimelineView) -> Layout | None:
+    """Context outside the job (kernel history ...), on its own axis; None when there is none."""
+    placed = [m for m in view.marks if m.band == PLACED and m.context]
+    if not placed or not view.history_range:
+        return None
+    what = ", ".join(f"{why}: {n}" for why, n in view.folded.items())
+    band = _placed_band(view, placed, 4.0, view.history_range, f"Outside the job ({what})")
+    return Layout(WIDTH, band.bottom + 10, LABEL_WIDTH, PLOT_LEFT, PLOT_RIGHT, [band])
 
 
 def _lane_rows(lanes: list[Lane], used: set[int], top: float) -> tuple[list[LaneRow], dict[int, float]]:
@@ -97,22 +120,33 @@ def _lane_rows(lanes: list[Lane], used: set[int], top: float) -> tuple[list[Lane
     return rows, y_of
 
 
-def _placed_band(view: TimelineView, marks: list[Mark], top: float) -> Band:
-    t0, t1 = view.placed_range  # type: ignore[misc]
+def _placed_band(view: TimelineView, marks: list[Mark], top: float, span: tuple[float, float],
+                 name: str) -> Band:
+    t0, t1 = span
     if t1 - t0 < 1.0:           # a single instant: give it a second of room
         t0, t1 = t0 - 0.5, t1 + 0.5
+    pad = (t1 - t0) * 0.02      # the first and last marks off the plot's edges
+    t0, t1 = t0 - pad, t1 + pad
     scale = (PLOT_RIGHT - PLOT_LEFT) / (t1 - t0)
 
     def x(t: float) -> float:
         return round(PLOT_LEFT + (t - t0) * scale, 1)
 
+    def clamp(v: float) -> float:  # marks outside the range sit at its edge (the page clips them)
+        return min(max(v, PLOT_LEFT - 40), PLOT_RIGHT + 40)
+
     lanes, y_of = _lane_rows(view.lanes, {m.lane for m in marks}, top)
-    dots = [_dot(m, x(m.first), x(m.last), x(m.first - m.uncertainty) if m.uncertainty else None,
-                 x(m.last + m.uncertainty) if m.uncertainty else None, y_of[m.lane], view) for m in marks]
+    dots = [dataclasses.replace(
+        _dot(m, clamp(x(m.first)), clamp(x(m.last)),
+             clamp(x(m.first - m.uncertainty)) if m.uncertainty else None,
+             clamp(x(m.last + m.uncertainty)) if m.uncertainty else None, y_of[m.lane], view),
+        t=m.first, t_end=m.last, u=m.uncertainty) for m in marks]
     bottom = top + BAND_TITLE + LANE_HEIGHT * len(lanes)
     ticks = [(x(t0 + (t1 - t0) * i / 4), _tick_label(t0 + (t1 - t0) * i / 4, t1 - t0)) for i in range(5)]
-    title = f"On the clock: {utc_text(t0)} → {utc_text(t1)} (bars: uncertainty of inferred times)"
-    return Band(PLACED, title, top, lanes, _draw_order(dots), ticks, bottom + AXIS)
+    title = f"{name}: {utc_text(t0)} → {utc_text(t1)} (bars: uncertainty of inferred times)"
+    every = [v for m in marks for v in (m.first, m.last)]
+    return Band(PLACED, title, top, lanes, _draw_order(dots), ticks, bottom + AXIS, t0, t1,
+                (min(every), max(every)))
 
 
 def _unplaced_band(view: TimelineView, marks: list[Mark], top: float) -> Band:

@@ -123,13 +123,16 @@ def _artifact_problems(console, a: Analysis) -> None:
 
 
 def _timeline_head(console, view: timeline_view.TimelineView, limit: int) -> None:
-    """The first collapsed rows that matter: the root, warnings and errors, in timeline order."""
+    """The job's rows that matter (the root, warnings and errors) around ROOT, in timeline
+    order; context outside the job (kernel history ...) folded into one line each."""
     from rich.table import Table
 
-    rows = [r for r in view.rows if r.kept_always][:limit]
+    rows, before, after = timeline_view.rows_around_root(view, limit)
+    for why, n in view.folded.items():
+        console.print(f"  [dim]{_safe(why, 80)}: {n} event(s), folded (never root or symptom; see the HTML report)[/]")
     if not rows:
         return
-    table = Table(title="Timeline (root, warnings and errors; ≈ = inferred time)", expand=False)
+    table = Table(title="Timeline (the job: root, warnings and errors; ≈ = inferred time)", expand=False)
     table.add_column("when", no_wrap=True)
     table.add_column("×", justify="right")
     table.add_column("where", overflow="fold", max_width=26)
@@ -141,7 +144,8 @@ def _timeline_head(console, view: timeline_view.TimelineView, limit: int) -> Non
         style = "bold" if row.is_root else SEVERITY_STYLE.get(row.severity.value, "")
         what = ("ROOT " if row.is_root else "") + _safe(row.text, 100)
         table.add_row(f"{when}\n{basis}", str(row.count), _safe(row.first.ref.describe(), 60), what, style=style)
+    if before:
+        console.print(f"  [dim]… {before} earlier rows in the HTML report[/]")
     console.print(table)
-    hidden = sum(1 for r in view.rows if r.kept_always) - len(rows)
-    if hidden > 0:
-        console.print(f"  [dim]… {hidden} more rows in the HTML report[/]")
+    if after > 0:
+        console.print(f"  [dim]… {after} more rows in the HTML report[/]")

@@ -62,6 +62,7 @@ class Row:
     lanes: set[int] = field(default_factory=set)
     sample: list[Event] = field(default_factory=list)   # the first MAX_OCCURRENCES events
     is_root: bool = False
+    context: str = ""                                   # outside the job (job.py): why, e.g. "kernel history before the job"
     cited: bool = False                                 # some evidence item cites one of its lines
     evidence: list[int] = field(default_factory=list)   # those items' numbers, filled in by the page
 
@@ -71,7 +72,7 @@ class Row:
 
     @property
     def kept_always(self) -> bool:
-        return self.is_root or self.cited or self.severity in SEVERE
+        return self.is_root or self.cited or (self.severity in SEVERE and not self.context)
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class Mark:
     uncertainty: float = 0.0
     count: int = 0
     is_root: bool = False
+    context: bool = False        # the row is context (history), drawn in the history band
     lane: int = 0                # filled in once lanes are numbered
 
 
@@ -107,6 +109,9 @@ class TimelineView:
     unplaced_count: int
     row_of_ref: dict[tuple, Row]  # cited ref -> the row holding its event
     sources: list[str]           # the sources present, in SOURCES order
+    job_range: tuple[float, float] | None = None   # the job's own placed events (and the root): the default view
+    history_range: tuple[float, float] | None = None  # placed context events (kernel history ...)
+    folded: dict[str, int] = field(default_factory=dict)  # context events per reason, for the folded line
 
 
 @dataclass(frozen=True)
@@ -141,9 +146,22 @@ def _build(analysis: Analysis, cited: tuple[Ref, ...]) -> TimelineView:
     root_seq = verdict.root.first_seq if verdict.root else None
     cited_keys = {ref_key(r) for r in cited}
     builder = _Builder(root_keys, root_seq, cited_keys)
+    builder.window = _window(analysis)
     for event in sorted(shown_events(analysis.case.events), key=sort_key):
         builder.add(event)
     return builder.finish()
+
+
+def _window(analysis: Analysis) -> tuple[float | None, float | None]:
+    """The job's window as the timeline found it (facts job.start / job.end), POSIX seconds."""
+    out: dict[str, float] = {}
+    for f in analysis.case.facts:
+        if f.name in ("job.start", "job.end") and f.name not in out:
+            try:
+                out[f.name] = datetime.fromisoformat(str(f.value)).timestamp()
+            except (ValueError, OverflowError, OSError):
+                continue
+    return out.get("job.start"), out.get("job.end")
 
 
 class _Builder:
@@ -158,6 +176,10 @@ class _Builder:
         self.events = 0
         self.unplaced = 0
         self.t_min = self.t_max = None
+        self.job_span: list[float] = []      # [min, max] of the job's placed events
+        self.history_span: list[float] = []
+        self.folded: dict[str, int] = {}
+        self.window: tuple[float | None, float | None] = (None, None)
 
     def add(self, e: Event) -> None:
         self.events += 1
@@ -173,10 +195,14 @@ class _Builder:
         self._mark(row, lane_key, e, is_root)
 
     def _row(self, e: Event) -> Row:
-        key = shape(e)
+        context = str(e.data.get("context") or "")
+        key = (*shape(e), context)
+        if context:
+            self.folded[context] = self.folded.get(context, 0) + 1
         row = self.rows.get(key)
         if row is None:
-            row = self.rows[key] = Row(len(self.rows) + 1, e.kind, source_of(e.kind), e.severity, e.text, e, e)
+            row = self.rows[key] = Row(len(self.rows) + 1, e.kind, source_of(e.kind), e.severity, e.text, e, e,
+                                       context=context)
         row.count += 1
         row.last = e
         if SEVERITY_ORDER[e.severity] > SEVERITY_ORDER[row.severity]:
@@ -199,12 +225,15 @@ class _Builder:
             uncertainty = (e.when.uncertainty_s or 0.0) if e.when.basis is not Basis.MEASURED else 0.0
             self.t_min = min(self.t_min, position - uncertainty) if self.t_min is not None else position - uncertainty
             self.t_max = max(self.t_max, position + uncertainty) if self.t_max is not None else position + uncertainty
+            span = self.history_span if row.context else self.job_span
+            span[:] = [min(span[0], position), max(span[1], position)] if span else [position, position]
         else:
             band, position, uncertainty = UNPLACED, float(self.unplaced), 0.0
             self.unplaced += 1
         mark = self.marks.get((row.number, lane_key, band))
         if mark is None:
-            mark = self.marks[(row.number, lane_key, band)] = Mark(row, lane_key, band, position, position)
+            mark = self.marks[(row.number, lane_key, band)] = Mark(row, lane_key, band, position, position,
+                                                                   context=bool(row.context))
         mark.first, mark.last = min(mark.first, position), max(mark.last, position)
         mark.uncertainty = max(mark.uncertainty, uncertainty)
         mark.count += 1
@@ -220,7 +249,15 @@ class _Builder:
         present = {r.source for r in self.rows.values()}
         placed = (self.t_min, self.t_max) if self.t_min is not None else None
         return TimelineView(rows, lanes, marks, self.events, cut_rows, cut_marks, placed, self.unplaced,
-                            self.row_of_ref, [s for s in SOURCES if s in present])
+                            self.row_of_ref, [s for s in SOURCES if s in present],
+                            self._job_range(), tuple(self.history_span) if self.history_span else None,  # type: ignore[arg-type]
+                            dict(self.folded))
+
+    def _job_range(self) -> tuple[float, float] | None:
+        """The job's placed events, widened to its window (job.start/job.end facts)."""
+        lo, hi = self.window
+        points = list(self.job_span) + [t for t in (lo, hi) if t is not None]
+        return (min(points), max(points)) if points else None
 
 
 def _lane_key(e: Event) -> tuple:
@@ -293,6 +330,17 @@ def _keep_marks(marks: Iterable[Mark], kept_rows: set[int]) -> tuple[list[Mark],
         else:
             cut += 1
     return kept, cut
+
+
+def rows_around_root(view: TimelineView, limit: int) -> tuple[list[Row], int, int]:
+    """Up to `limit` of the job's rows that matter (root, cited, warnings, errors), centred on
+    the root: a third before it, the rest after.  Returns (rows, left out before, after)."""
+    rows = [r for r in view.rows if r.kept_always and not r.context]
+    if len(rows) <= limit:
+        return rows, 0, 0
+    root = next((i for i, r in enumerate(rows) if r.is_root), 0)
+    start = max(0, min(root - limit // 3, len(rows) - limit))
+    return rows[start:start + limit], start, len(rows) - start - limit
 
 
 # ---------------------------------------------------------------------------- display helpers

@@ -45,8 +45,24 @@ def test_fatal_xid_is_root_and_its_consequence_a_symptom(tmp_path):
     assert any(f.discriminator == "xid154" for f in v.symptoms)
 
 
-def test_app_fault_xid_on_one_gpu_repeating_points_at_hardware(tmp_path):
-    line = LINES[7]
-    case = _case(tmp_path, "\n".join([line] * 4))
+def test_app_fault_xid_without_a_process_is_no_one_s_fault(tmp_path):
+    # Xid 13 with pid '<unknown>', four times on one GPU: no process to blame, one GPU only.
+    case = _case(tmp_path, "\n".join([LINES[7]] * 4))
     (f,) = rules.XidCatalog().findings(case, K, [])
-    assert f.cause == "gpu_hardware_other"
+    assert f.cause == "unknown" and f.role == "symptom"
+
+
+def test_app_fault_xid_on_one_gpu_from_several_processes_points_at_the_gpu():
+    # pytorch/pytorch#51382: Xid 31 on db:00 from three separate runs (pids 13641, 14323, 33275).
+    case = analyze(ROOT / "fixtures/validation/hw-faulty-gpu-xid31-xid43-08/bundle").case
+    fs = [f for f in rules.XidCatalog().findings(case, K, []) if f.discriminator == "xid31"]
+    assert [f.cause for f in fs] == ["gpu_hardware_other"] and "3 separate processes" in fs[0].summary
+    assert fs[0].strength == "strong"
+
+
+def test_app_fault_xid_from_one_process_is_that_process_s_code(tmp_path):
+    # The same real line of pytorch/pytorch#51382 (one pid) four times: one program's bad access.
+    line = next(l for l in (ROOT / "fixtures/validation/hw-faulty-gpu-xid31-xid43-08/bundle/dmesg.txt")
+                .read_text().splitlines() if "): 31, pid=13641" in l)
+    (f,) = rules.XidCatalog().findings(_case(tmp_path, "\n".join([line] * 4)), K, [])
+    assert f.cause == "app_error" and f.role == "root" and "pid 13641" in f.summary

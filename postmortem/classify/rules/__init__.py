@@ -3,6 +3,7 @@ versus symptom happens in postmortem/classify/__init__.py).  One module per fami
 knowledge-driven (messages, Xids), config, comms, hardware."""
 from __future__ import annotations
 
+from postmortem.classify.rules.app import AppError
 from postmortem.classify.rules.base import Rule, died_of, finding
 from postmortem.classify.rules.comms import (NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
                                              SilentCollectiveHang)
@@ -26,9 +27,10 @@ RULES: tuple[Rule, ...] = (
     CudaBuildNewerThanDriver(),
     NcclStoppedDuringInit(),
     FlightRecorderHang(),
+    AppError(),
 )
 
-__all__ = ["RULES", "Rule", "died_of", "finding", "KnownMessages", "XidCatalog", "SigbusContext",
+__all__ = ["RULES", "Rule", "AppError", "died_of", "finding", "KnownMessages", "XidCatalog", "SigbusContext",
            "NcclVersionMismatch", "CollectiveTimeout", "SilentCollectiveHang", "HighHostMemoryThenDeath",
            "QuietPcieTopology", "KilledWithoutReason", "GpuHealth", "CudaBuildNewerThanDriver",
            "NcclStoppedDuringInit"]

@@ -7,6 +7,7 @@ root versus symptom.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from datetime import datetime
 from typing import Iterable
@@ -46,11 +47,20 @@ def finding(k: Knowledge, cause: str, weight: float, rule: str, summary: str, ev
                    discriminator=discriminator, role=role, strength=strength, signal=signal)
 
 def sign_finding(k: Knowledge, sign: Signal, rule: str, summary: str, events: list[Event], discriminator: str = "",
-                 extra_refs: tuple[Ref, ...] = (), weight: float | None = None) -> Finding:
-    """A finding for a registered sign: cause, role, strength and weight come from signals.toml
-    (`weight` only when several signs of one rule combine into one support)."""
-    return finding(k, sign.cause, sign.weight if weight is None else weight, rule, summary, events, sign.role,
-                   discriminator, extra_refs, sign.strength, sign.id)
+                 extra_refs: tuple[Ref, ...] = (), weight: float | None = None,
+                 combined: tuple[Signal, ...] = ()) -> Finding:
+    """A finding for a registered sign: cause, role, strength and weight come from signals.toml.
+    A rule that saw several independent signs of one cause passes them as `combined`: their
+    support is the noisy-OR of their weights, and the claim counts each of them."""
+    signs = tuple(dict.fromkeys((sign, *combined)))
+    if weight is None:
+        miss = 1.0
+        for s in signs:
+            miss *= 1 - s.weight
+        weight = 1 - miss
+    strength = "strong" if any(s.strength == "strong" for s in signs) else sign.strength
+    f = finding(k, sign.cause, weight, rule, summary, events, sign.role, discriminator, extra_refs, strength, sign.id)
+    return dataclasses.replace(f, signs=tuple(s.id for s in signs)) if len(signs) > 1 else f
 
 class Rule:
     id = "rule"

@@ -65,8 +65,10 @@ class SigbusContext(Rule):
         w = 1 - (1 - signs[0][0].weight) * (LIMIT.second_sign_factor if len(signs) > 1 else 1.0)
         refs = tuple(r for _, _, rs in signs for r in rs)
         trace.append(f"{self.id}: SIGBUS with {len(signs)} shm sign(s): " + "; ".join(t for _, t, _ in signs))
+        # The death by SIGBUS and each place it points at are separate observations.
         return [sign_finding(k, signs[0][0], self.id, "SIGBUS: " + "; ".join(t for _, t, _ in signs),
-                             buses, "SIGBUS", extra_refs=refs, weight=w)]
+                             buses, "SIGBUS", extra_refs=refs, weight=w,
+                             combined=(*(s for s, _, _ in signs[1:]), SIGN.sigbus_unlocated))]
 
 COLLECTIVE_FRAME = re.compile(r"barrier|all_?reduce|all_?gather|broadcast|reduce_scatter|all_to_all|alltoall|"
                               r"\bwait\b|monitored_barrier|synchronize", re.I)
@@ -116,8 +118,10 @@ class CollectiveTimeout(Rule):
                        + (f"; {'; '.join(why)}" if why else ""))
             trace.append(f"{self.id}: straggler: silent {silent}, early={early}, progress={bool(progress)}, dumps={bool(busy and waiting)}")
             extra = tuple(s.ref for s in busy[:1] + waiting[:1])
+            seen = ((SIGN.timeout_first_collectives, early), (SIGN.timeout_progress_advancing, bool(progress)),
+                    (SIGN.timeout_rank_busy_elsewhere, bool(busy and waiting)))
             return [sign_finding(k, SIGN.timeout_silent_ranks, self.id, summary, timeouts + progress[:1], "timeout",
-                                 extra_refs=extra, weight=w)]
+                                 extra_refs=extra, weight=w, combined=tuple(s for s, present in seen if present))]
         trace.append(f"{self.id}: no rank is known to be missing; the collective itself was stuck")
         return [sign_finding(k, SIGN.timeout_all_ranks, self.id,
                              f"{len(timeouts)} collective timeout(s) across ranks {sorted(timed_out) or '?'}; no other fault found",

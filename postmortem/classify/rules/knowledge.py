@@ -73,9 +73,15 @@ class XidCatalog(Rule):
                                    discriminator=f"xid{code}"))
                 continue
             if info.cause == "app_fault":
-                if len(gpus) == 1 and len(events) >= LIMIT.app_fault_repeats:
-                    trace.append(f"{self.id}: app-fault Xid {code} repeats on one GPU -> hardware suspicion")
-                    out.append(sign_finding(k, SIGN.xid_app_fault_repeats_on_one_gpu, self.id, label, events, f"xid{code}"))
+                pids = {e.pid for e in events if e.pid}
+                if len(gpus) == 1 and len(pids) >= LIMIT.app_fault_processes:
+                    trace.append(f"{self.id}: app-fault Xid {code} on one GPU from {len(pids)} processes -> the GPU")
+                    out.append(sign_finding(k, SIGN.xid_app_fault_repeats_on_one_gpu, self.id,
+                                            f"{label} from {len(pids)} separate processes", events, f"xid{code}"))
+                elif len(pids) == 1:
+                    trace.append(f"{self.id}: app-fault Xid {code} from one process (pid {next(iter(pids))}): its own bad access")
+                    out.append(sign_finding(k, SIGN.xid_app_fault_one_process, self.id,
+                                            f"{label} from one process (pid {next(iter(pids))})", events, f"xid{code}"))
                 else:
                     trace.append(f"{self.id}: app-fault Xid {code} {where}: the workload's own fault, not hardware")
                     out.append(finding(k, "unknown", LIMIT.app_fault_xid_weight, self.id, label, events, "symptom", f"xid{code}"))

@@ -1,0 +1,120 @@
+"""The job's own code failed (cause app_error): an uncaught exception, a fatal signal in
+native code the job loads.  CUDA faults of the job's kernels come as message patterns
+(knowledge/messages.toml: cuda_device_assert, cuda_illegal_access) and application-fault
+Xids from one process through the Xid catalog; they meet here by cause.
+
+The other ranks' timeouts and connection errors after it are its fallout (causes.toml
+app_error `explains`)."""
+from __future__ import annotations
+
+import re
+
+from postmortem import stacks as stack_code
+from postmortem.classify.rules.base import Rule, died_of, sign_finding
+from postmortem.knowledge.registry import KIND, SIGN, deaths, produced_by, registry
+from postmortem.model import Case, Event, Frame, Stack
+
+_KERNEL_KINDS = produced_by("parser:kernel")
+_SIGNAL_DEATHS = deaths("fatal_signal", "exit")
+# Library code: a frame here is not the job's own (site-packages, the interpreter, the runtime).
+_LIBRARY_FILE = re.compile(r"(?:site|dist)-packages/|/lib/python3[\d.]*/|^<frozen |^<string>$|/torch/|/_?pytest/")
+_RUNTIME_MODULE = re.compile(r"(?:^|/)(?:libc|libpthread|libstdc\+\+|libgcc_s|ld-linux|libcuda|libcudart|libnccl|"
+                             r"libtorch\w*|libc10\w*|libpython[\d.]*|python[\d.]*|libm|libdl|libucs|libucp|libuct|"
+                             r"libmlx5|libibverbs|libnvidia\w*|libcublas\w*|libcudnn\w*)(?:[.-]|$)")
+
+
+def _param(sign_id: str, key: str) -> tuple[str, ...]:
+    return tuple(registry().signals[sign_id].params.get(key, ()))
+
+
+class AppError(Rule):
+    """An uncaught exception that is not itself a communication error or a known cause's
+    message, and a SIGSEGV/SIGFPE/SIGILL in native code: the job's own code, named by rank,
+    host and top frames."""
+
+    id = "app-error"
+
+    def findings(self, case, k, trace):
+        out = []
+        kernel_files = {e.ref.path for e in case.events if e.kind in _KERNEL_KINDS}
+        explained_lines = self._lines_with_a_cause(case, k)
+        exc = self._first_own_exception(case, kernel_files, explained_lines)
+        if exc is not None:
+            out.append(self._exception_finding(case, k, exc, trace))
+        fault = next((e for e in case.events if e.kind in _SIGNAL_DEATHS and e.ref.path not in kernel_files
+                      and any(died_of(e, s) for s in _param(SIGN.app_native_fault.id, "signals"))), None)
+        if fault is not None:
+            out.append(self._native_finding(case, k, fault, trace))
+        return out
+
+    @staticmethod
+    def _lines_with_a_cause(case: Case, k) -> set[tuple]:
+        """Lines a message pattern already reads as some cause (a CUDA OOM raised as
+        RuntimeError is gpu_oom, not the job's code)."""
+        causal = {f"msg.{m.id}" for m in k.messages if m.cause}
+        return {(e.ref.path, e.ref.line) for e in case.events if e.kind in causal}
+
+    @staticmethod
+    def _first_own_exception(case: Case, kernel_files: set[str], explained: set[tuple]) -> Event | None:
+        fallout_types = _param(SIGN.app_exception.id, "fallout_types")
+        fallout_text = re.compile("|".join(_param(SIGN.app_exception.id, "fallout_text")) or r"(?!)")
+        for e in case.events:
+            if e.kind != KIND.py_exception or e.ref.path in kernel_files or (e.ref.path, e.ref.line) in explained:
+                continue
+            etype = str(e.data.get("type") or "")
+            if etype.rsplit(".", 1)[-1] in fallout_types or fallout_text.search(e.text):
+                continue
+            return e
+        return None
+
+    def _exception_finding(self, case: Case, k, e: Event, trace: list[str]):
+        stack = _traceback_of(case, e)
+        own = [f for f in (stack.frames if stack else ()) if _own_frame(f)]
+        where = _who(e)
+        top = ", ".join(_frame_text(f) for f in (own or list(stack.frames if stack else ()))[:3])
+        summary = (f"{where} raised {str(e.data.get('type') or 'an exception')}: "
+                   f"{str(e.data.get('message') or '').strip()[:160]}" + (f" — in {top}" if top else ""))
+        signs = (SIGN.app_exception_in_own_code,) if own else ()
+        trace.append(f"{self.id}: uncaught exception at {e.ref.describe()} ({'in the job''s own frames' if own else 'no own frame seen'})")
+        refs = (stack.ref,) if stack else ()
+        return sign_finding(k, SIGN.app_exception, self.id, summary, [e], str(e.data.get("type") or "exception"),
+                            extra_refs=refs, combined=signs)
+
+    def _native_finding(self, case: Case, k, e: Event, trace: list[str]):
+        signal = next(s for s in _param(SIGN.app_native_fault.id, "signals") if died_of(e, s))
+        crashed = stack_code.crashing(case.stacks, case.events)
+        own = [f for f in (crashed.frames if crashed else ()) if _own_frame(f)]
+        top = ", ".join(_frame_text(f) for f in (own or list(crashed.frames if crashed else ()))[:3])
+        summary = f"{_who(e)} died of {signal}" + (f" in {top}" if top else "")
+        trace.append(f"{self.id}: {signal} at {e.ref.describe()}; frames of the job's own code: {bool(own)}")
+        signs = (SIGN.app_native_frames,) if own else ()
+        refs = (crashed.ref,) if crashed else ()
+        return sign_finding(k, SIGN.app_native_fault, self.id, summary, [e], signal, extra_refs=refs, combined=signs)
+
+
+def _own_frame(f: Frame) -> bool:
+    """A frame of the job's own code: a Python file outside the libraries, or a native
+    module outside the system and GPU runtime."""
+    if f.language == "python":
+        return bool(f.file) and not _LIBRARY_FILE.search(f.file or "")
+    return bool(f.module) and not _RUNTIME_MODULE.search(f.module or "")
+
+
+def _who(e: Event) -> str:
+    parts = [f"rank {e.rank}" if e.rank is not None else "", f"on {e.host}" if e.host else "",
+             f"(pid {e.pid})" if e.pid is not None else ""]
+    return " ".join(p for p in parts if p) or "a process of the job"
+
+
+def _traceback_of(case: Case, e: Event) -> Stack | None:
+    """The traceback that ends in this exception line: the last one printed before it in the same file."""
+    before = [s for s in case.stacks if s.origin == "traceback" and s.ref.path == e.ref.path
+              and (s.ref.line or 0) <= (e.ref.line or 0)]
+    return max(before, key=lambda s: s.ref.line or 0) if before else None
+
+
+def _frame_text(f: Frame) -> str:
+    name = f.function or "??"
+    if f.file:
+        return f"{name} ({f.file.rsplit('/', 1)[-1]}:{f.line})" if f.line else f"{name} ({f.file.rsplit('/', 1)[-1]})"
+    return f"{name} ({f.module.rsplit('/', 1)[-1]})" if f.module else name

@@ -1,0 +1,76 @@
+"""The job's own code (cause app_error), and what a claim needs: on real crashes made in
+the lab (fixtures/lab/torchrun_app_error.sh, torchrun_rank_signals.sh) and real lines."""
+from pathlib import Path
+
+import pytest
+
+from postmortem import knowledge
+from postmortem.classify import classify, rules
+from postmortem.knowledge import registry
+from postmortem.run import analyze
+
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLES = ROOT / "fixtures/bundles"
+K = knowledge.load()
+
+
+def test_an_exception_in_the_job_s_code_is_the_root_and_the_peer_s_connection_error_its_fallout():
+    v = analyze(BUNDLES / "lab-torchrun-app-exception/bundle").verdict
+    assert v.cause == "app_error" and v.category.value == "config"
+    assert "rank 1" in v.root.summary and "IndexError" in v.root.summary and "label_of (rank_crash.py:64)" in v.root.summary
+    assert v.root.evidence[0].path == "train.log" and "IndexError" in v.root.evidence[0].text
+    assert "nccl_network" in {f.cause for f in v.symptoms}   # rank 0's 'Connection closed by peer'
+
+
+def test_the_peer_s_connection_error_is_never_read_as_the_job_s_own_exception():
+    case = analyze(BUNDLES / "lab-torchrun-app-exception/bundle").case
+    (f,) = rules.AppError().findings(case, K, [])
+    assert "Connection closed" not in f.evidence[0].text and "rank 1" in f.summary
+
+
+def test_a_segfault_under_the_job_s_own_frames_is_app_error():
+    v = analyze(BUNDLES / "lab-torchrun-app-sigsegv/bundle").verdict
+    assert v.cause == "app_error" and "SIGSEGV" in v.root.summary and "read_null" in v.root.summary
+
+
+def test_an_exception_a_known_message_reads_is_that_cause_not_app_error():
+    # CUDA OOM raised as a RuntimeError: the message pattern's cause (gpu_oom) owns the line.
+    case = analyze(ROOT / "fixtures/corpus/oom-gpu-paramsync-returnn-02/bundle").case
+    assert not [f for f in rules.AppError().findings(case, K, []) if "out of memory" in f.summary]
+
+
+def test_a_device_side_assert_line_is_the_job_s_code():
+    sample = next(m.sample for m in K.messages if m.id == "cuda_device_assert")
+    assert next(m for m in K.messages if m.id == "cuda_device_assert").cause == "app_error"
+    assert "Assertion" in sample
+
+
+@pytest.fixture
+def strict(monkeypatch):
+    monkeypatch.setitem(registry.LIMIT.__dict__["_by_name"], "weak_sign_alone_claims", 0.0)
+
+
+def test_strict_claims_one_weak_sign_is_unknown_leaning_the_cause(strict):
+    # DeepSpeed's "exits with return code = -9" and nothing else: the OOM killer is only a guess
+    # (the same bundle claims host_oom, tentatively, under the default policy: see below).
+    v = analyze(ROOT / "fixtures/validation14/host-oom-deepspeed-rc-9-anomalygpt-01/bundle").verdict
+    assert v.cause == "unknown" and "leaning host_oom" in v.summary and v.collect
+
+
+def test_strict_claims_two_independent_weak_signs_still_claim(strict):
+    v = analyze(BUNDLES / "lab-torchrun-app-exception/bundle").verdict
+    assert v.cause == "app_error"
+    assert any("2 independent weak signs" in t for t in v.trace)
+
+
+def test_a_single_weak_sign_claim_is_marked_tentative_with_what_to_collect():
+    v = analyze(ROOT / "fixtures/corpus/multi-tokenize-timeout-04/bundle").verdict   # strong enough: no mark
+    assert not any("tentative" in t for t in v.trace)
+    v = analyze(ROOT / "fixtures/validation14/host-oom-deepspeed-rc-9-anomalygpt-01/bundle").verdict
+    assert v.cause == "host_oom" and any(t.startswith("resolve: tentative") for t in v.trace) and v.collect
+
+
+def test_the_claim_threshold_applies_to_the_reported_confidence():
+    # SIGKILL alone (0.35) with a rival of another category lowers the reported figure below it.
+    v = analyze(ROOT / "fixtures/lab/output/lab-torchrun-sigkill/bundle").verdict
+    assert v.cause == "unknown" and "leaning host_oom" in v.summary
