@@ -49,11 +49,25 @@ def variants(case: Path):
         yield "no triple, no btime: dmesg -T copy", b
 
 
+def journal_variants(case: Path):
+    yield "journal only (journalctl -o json)", case / "bundle"
+    with tempfile.TemporaryDirectory() as tmp:
+        b = Path(tmp) / "bundle"
+        shutil.copytree(case / "bundle", b)
+        for name in ("journal_k.json", "journal_k.export"):
+            (b / name).unlink()
+        yield "short-monotonic + dmesg, no anchor", b
+
+
 def main() -> None:
     case = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
     truth = json.loads((case / "markers.json").read_text())
-    for name, bundle in variants(case):
+    journal = (case / "bundle" / "journal_k.json").exists()
+    for name, bundle in (journal_variants(case) if journal else variants(case)):
         errors, basis = placement_errors(bundle, truth)
+        if not errors:
+            print(f"{name:38s} markers  0/{len(truth)}  not placed")
+            continue
         print(f"{name:38s} markers {len(errors):2d}/{len(truth)}  max {max(errors) * 1e3:8.2f} ms  "
               f"median {statistics.median(errors) * 1e3:8.2f} ms  basis: {'; '.join(sorted(basis))}")
 

@@ -138,18 +138,24 @@ def _raw_and_walled(events: list[Event]):
 
 
 def _kernel_anchor_boot(events: list[Event], zone: tzinfo) -> dict[str | None, tuple]:
-    """Boot time per host from the same kernel line printed raw and with -T."""
-    found: dict[str | None, list[float]] = defaultdict(list)
+    """Boot time per host from the same kernel line printed raw and with a wall time.
+    Journal entries (wall time to the microsecond, the printk stamp beside it) pin it to a
+    millisecond; `dmesg -T` copies (whole seconds, truncated) to a second."""
+    precise: dict[str | None, list[float]] = defaultdict(list)
+    coarse: dict[str | None, list[float]] = defaultdict(list)
     for host, secs, stamp in _raw_and_walled(events):
         wall = stamp.wall if stamp.wall.tzinfo else stamp.wall.replace(tzinfo=zone)  # type: ignore[union-attr]
         if stamp.year_known and clocks.plausible(wall):
-            found[host].append(wall.timestamp() - secs)
+            fine = stamp.clock is ClockKind.WALL and stamp.resolution_s <= 1e-3
+            (precise if fine else coarse)[host].append(wall.timestamp() - secs)
     out = {}
-    for host, offsets in found.items():
-        offsets.sort()
-        boot = clocks.from_unix(offsets[len(offsets) // 2])
-        if boot is not None:
-            out[host] = (boot, f"{len(offsets)} kernel line(s) seen raw and with a wall time", 1.0)
+    for found, uncertainty, what in ((coarse, 1.0, "seen raw and with a wall time"),
+                                     (precise, 1e-3, "of the journal (realtime and printk stamps)")):
+        for host, offsets in found.items():
+            offsets.sort()
+            boot = clocks.from_unix(offsets[len(offsets) // 2])
+            if boot is not None:
+                out[host] = (boot, f"{len(offsets)} kernel line(s) {what}", uncertainty)
     return out
 
 
@@ -204,7 +210,8 @@ def place(case: Case, tz: str | None = None) -> Placed:
     year = _fill_year(case)
     boots = _boot_times(case, zone)
     for host, b in _kernel_anchor_boot(list(case.events), zone).items():
-        boots.setdefault(host, b)
+        if host not in boots or b[2] < boots[host][2]:  # the journal's anchor beats btime's second
+            boots[host] = b
 
     events = _share_line_stamps(list(case.events))
     local_used = False
@@ -412,7 +419,8 @@ def _when(e: Event, zone: tzinfo, zone_note: str, year: int | None,
         note = f"local time read as {zone_note}" + ("" if s.year_known else f"; year filled in ({year})")
         return When(at, Basis.CONVERTED, s.resolution_s, note)
     if s.clock is ClockKind.BOOT and s.seconds is not None:
-        boot = boots.get(e.host) or (boots.get(None) if len(boots) <= 1 else None)
+        boot = boots.get(e.host) or (next(iter(boots.values())) if len(boots) == 1 and (
+            e.host is None or None in boots) else None)
         if boot is None:
             return When(None, Basis.ORDER_ONLY, None, f"{s.seconds:.6f} s after boot; boot time unknown")
         at = clocks.add_seconds(boot[0], s.seconds)

@@ -166,3 +166,35 @@ def test_hostile_timestamps_never_break_the_analysis(tmp_path, case, tz, capsys)
     argv = ["analyze", str(b), "--html", str(tmp_path / "r.html"), "--json", str(tmp_path / "r.json"), "-q"]
     assert cli.main(argv + ([f"--tz={tz}"] if tz else [])) == 0
     json.loads((tmp_path / "r.json").read_text())
+
+
+# -- the journal (fixtures/lab/kmsg_journal.sh: a real systemd-journald in a private namespace) ------
+
+JOURNAL = ROOT / "fixtures/lab/output/lab-kmsg-journal"
+JOURNAL_TRUTH = json.loads((JOURNAL / "markers.json").read_text())
+
+
+def test_journal_json_and_export_place_kernel_lines_to_the_millisecond():
+    a = analyze(JOURNAL / "bundle")
+    texts = {t["text"]: t["truth"] for t in JOURNAL_TRUTH}
+    found = [e for e in a.case.events if e.data.get("msg") in texts]
+    assert len(found) == len(texts), "json, export, short-monotonic and dmesg copies count once"
+    for e in found:
+        assert abs(e.when.at.timestamp() - texts[e.data["msg"]]) < 0.010
+        assert len(e.data["copies"]) >= 2
+    assert any("of the journal (realtime and printk stamps)" in n for n in a.timeline_notes)
+
+
+def test_journal_anchor_places_raw_dmesg_lines(tmp_path):
+    """dmesg's raw seconds go on the wall clock through the journal's (realtime, printk) pairs."""
+    b = tmp_path / "b"
+    b.mkdir()
+    shutil.copy(JOURNAL / "bundle/dmesg.txt", b / "dmesg.txt")
+    # the journal's entries of this boot's early lines only: the markers must come from dmesg
+    lines = (JOURNAL / "bundle/journal_k.json").read_text().splitlines()
+    (b / "journal_k.json").write_text("\n".join(l for l in lines if "postmortem-lab" not in l) + "\n")
+    a = analyze(b)
+    texts = {t["text"]: t["truth"] for t in JOURNAL_TRUTH}
+    found = [e for e in a.case.events if e.data.get("msg") in texts]
+    assert found and all(e.ref.path == "dmesg.txt" for e in found)
+    assert max(abs(e.when.at.timestamp() - texts[e.data["msg"]]) for e in found) < 0.010

@@ -156,7 +156,9 @@ def match_nccl(line: str) -> Match | None:
         found = cuda_errors_in(text)
         if found:
             cause, detail = found[0].cause, found[0].name
-            strength = found[0].strength
+            # A sticky CUDA error surfaces in whatever call comes next: NCCL reporting one
+            # does not say whose kernel faulted, so it is only a weak sign of the job's code.
+            strength = "subsystem" if cause == "app_error" else found[0].strength
         else:
             cause, strength = CONTEXT, "subsystem"
     return Match(e, cause or "", strength, detail)

@@ -80,7 +80,8 @@ _IPMI_SEL = re.compile(
     r"|^(?P<text>.*?(?:ECC|[Mm]emory error|[Mm]achine [Cc]heck).*?)(?: @(?P<where>\S+))? - (?P<assert>Assertion|Deassertion)\s*$")
 
 PREFILTER = re.compile(
-    r"^(?:<\d+>)?\[\s*\+?\d+\.\d+(?: <[^>]*>)?\]"
+    r"^__CURSOR=|^\{.*\"__REALTIME_TIMESTAMP\""
+    r"|^(?:<\d+>)?\[\s*\+?\d+\.\d+(?: <[^>]*>)?\]"
     r"|^\[[A-Z][a-z]{2}[\d ]"
     r"|^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[,.]\d+[+-]\d\d:?\d\d \S"
     r"|^[a-z0-9]+ *:[a-z]+ *: "
@@ -91,7 +92,7 @@ PREFILTER = re.compile(
     r"|" + _BARE_MESSAGE.pattern[1:])
 
 # A necessary condition for PREFILTER, checked first (see LineParser.gate_start).
-GATE_START = re.compile(r"(?:<\d+>)?\[|\d{4}-\d\d-\d\dT|[a-z0-9]+ *:[a-z]+ *: |\d+,\d+,\d+,|[A-Z][a-z]{2} [ \d]\d |"
+GATE_START = re.compile(r"__CURSOR=|\{|(?:<\d+>)?\[|\d{4}-\d\d-\d\dT|[a-z0-9]+ *:[a-z]+ *: |\d+,\d+,\d+,|[A-Z][a-z]{2} [ \d]\d |"
                         r"NVRM: |nvidia-nvswitch|\S+\[\d+\]: |traps: |\{\d+\}|mce: |EDAC |INFO: task |oom-kill|"
                         r"\S+ invoked oom-killer|CMCI|Memory |MCE: |Out of memory|pcieport |nvidia |mlx5_core |\s*[0-9a-fA-F]+ \| ")
 GATE_WORDS = any_word(["kern:", "ECC", " | Asserted", "- Assertion", " kernel: ", "NVRM: ", "nvidia-nvswitch",
@@ -180,6 +181,23 @@ def parse_message(text: str) -> dict | None:
         return None
     except Exception:  # noqa: BLE001 - one bad line, never the file
         return None
+
+
+def _json_record(text: str) -> dict | None:
+    import json
+
+    try:
+        record = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _micro(value) -> float | None:
+    """Journal stamps: microseconds as a decimal string."""
+    if isinstance(value, str) and value.isdigit() and len(value) <= 20:
+        return int(value) / 1e6
+    return None
 
 
 def _task(task: str) -> tuple[str, int]:
@@ -288,13 +306,19 @@ class KernelParser(LineParser):
         self._last_stamp: Stamp | None = None
         self._aer_block: dict | None = None  # the open AER block: {"device", "errors", ...}
         self._pending_constraint: dict | None = None  # `oom-kill:constraint=` before its kill line
+        self._export: dict | None = None     # the `journalctl -o export` record being read
+        self._export_first: Line | None = None
 
     @property
     def busy(self) -> bool:
-        return self._open
+        return self._open or self._export is not None
 
     def feed(self, line: Line) -> bool:
         text = line.text
+        if self._export is not None or text.startswith("__CURSOR="):
+            return self._export_line(line)
+        if text.startswith("{") and '"__REALTIME_TIMESTAMP"' in text:
+            return self._journal_record(line, _json_record(text))
         if self._open and text[:1] in (" ", "\t") and text.strip():
             self._event(line, "kernel.line", Severity.INFO, self._last_stamp, {}, msg=text.strip(), continuation=True)
             return True
@@ -311,8 +335,62 @@ class KernelParser(LineParser):
         return True
 
     def finish(self) -> None:
+        if self._export:
+            self._journal_record(self._export_first, self._export)  # type: ignore[arg-type]
+        self._export = None
         self._open = False
         self._aer_block = None
+
+    # -- the journal's own formats: `journalctl -o json` and `-o export` ------------------------
+
+    def _export_line(self, line: Line) -> bool:
+        """`-o export`: KEY=value lines, one record per blank-line-separated block."""
+        text = line.raw.rstrip("\r\n") if line.raw else line.text
+        if not text.strip():
+            record, self._export = self._export, None
+            if record:
+                self._journal_record(self._export_first, record)  # type: ignore[arg-type]
+            return True
+        if self._export is None:
+            self._export, self._export_first = {}, line
+        key, eq, value = text.partition("=")
+        if eq and len(self._export) < 200:
+            self._export[key] = value
+        return True
+
+    def _journal_record(self, line: Line, record: dict | None) -> bool:
+        """One journal entry of the kernel: the printk moment on the wall clock (realtime at
+        receipt minus the time it waited, from the two monotonic stamps), the printk stamp
+        itself (`boot_s`: ties raw dmesg copies to the wall clock to the microsecond)."""
+        if not record or (record.get("_TRANSPORT") != "kernel" and record.get("SYSLOG_IDENTIFIER") != "kernel"):
+            return bool(record)
+        msg = record.get("MESSAGE")
+        if not isinstance(msg, str):
+            return True
+        ident, pid = record.get("SYSLOG_IDENTIFIER"), record.get("SYSLOG_PID")
+        if isinstance(ident, str) and ident != "kernel":  # journald split `comm[pid]: ` off the kernel's line
+            msg = f"{ident}[{pid}]: {msg}" if isinstance(pid, str) and pid.isdigit() else f"{ident}: {msg}"
+        extras: dict = {}
+        if isinstance(record.get("_HOSTNAME"), str):
+            extras["host"] = record["_HOSTNAME"]
+        prio = record.get("PRIORITY")
+        if isinstance(prio, str) and prio.isdigit() and int(prio) < 8:
+            extras["level"] = _LEVELS[int(prio)]
+        realtime, mono, source = (_micro(record.get(k)) for k in
+                                  ("__REALTIME_TIMESTAMP", "__MONOTONIC_TIMESTAMP", "_SOURCE_MONOTONIC_TIMESTAMP"))
+        stamp = None
+        if realtime is not None:
+            waited = mono - source if mono is not None and source is not None and 0 <= mono - source < 1e9 else 0.0
+            try:
+                wall = datetime.fromtimestamp(realtime - waited, timezone.utc)
+                stamp = Stamp(ClockKind.WALL, wall=wall, resolution_s=1e-6)
+            except (OverflowError, ValueError, OSError):
+                stamp = None
+        if source is not None:
+            extras["boot_s"] = source
+        self._last_stamp = stamp
+        self._message(line, msg, stamp, extras)
+        return True
 
     # -- dispatch ------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from postmortem.classify.rules.app import AppError
 from postmortem.classify.rules.base import Rule, died_of, finding
+from postmortem.classify.rules.catalog import CatalogReadings
 from postmortem.classify.rules.comms import (NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
                                              SilentCollectiveHang)
 from postmortem.classify.rules.config import (CollectiveTimeout, CudaBuildNewerThanDriver, HighHostMemoryThenDeath,
@@ -16,6 +17,7 @@ from postmortem.classify.rules.knowledge import KnownMessages, XidCatalog
 RULES: tuple[Rule, ...] = (
     KnownMessages(),
     XidCatalog(),
+    CatalogReadings(),
     SigbusContext(),
     NcclVersionMismatch(),
     CollectiveTimeout(),

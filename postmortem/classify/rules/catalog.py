@@ -1,0 +1,102 @@
+"""Lines read through the catalogs generated from the upstream sources
+(knowledge/catalog.py): NCCL WARN formats, CUDA errors, NV_STATUS codes in NVRM lines,
+kernel oops/MCE/AER lines, PyTorch messages in exceptions.
+
+A line a message pattern (messages.toml) already reads is left to that pattern: one
+producer per line.  Hits of one entry are one finding; its weight comes from how specific
+the entry is (knowledge/catalogs/readings.toml): an exact upstream message with one reading
+is strong, a whole subsystem is weak and never claims alone.
+"""
+from __future__ import annotations
+
+import functools
+import tomllib
+from collections import defaultdict
+from importlib import resources
+
+from postmortem.classify.rules.base import Rule, _repeat, finding
+from postmortem.knowledge import catalog
+from postmortem.knowledge.registry import KIND
+from postmortem.model import Event
+
+_PATTERN_KINDS_PREFIX = "msg."  # kinds message patterns emit: their lines are theirs
+
+
+@functools.lru_cache(maxsize=None)
+def _readings() -> dict:
+    text = resources.files("postmortem.knowledge").joinpath("catalogs", "readings.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def _hits(e: Event) -> list[catalog.Match]:
+    """What the catalogs read on one event's line."""
+    text = e.text or ""
+    if e.kind == KIND.nccl_warn:
+        m = catalog.match_nccl(text)
+        return [m] if m else []
+    out: list[catalog.Match] = []
+    if e.kind in (KIND.kernel_nvrm, KIND.kernel_line):
+        out += [catalog.Match(s, s.cause, "specific", s.name) for s in catalog.nv_status_in(text)]
+    if e.kind == KIND.kernel_line:
+        m = catalog.match_message(text, ("kernel",))
+        if m and m.entry.subsystem in _readings()["kernel"]["read_families"]:
+            out.append(m)
+    if e.kind in (KIND.py_exception, KIND.native_terminate):
+        out += [catalog.Match(c, c.cause, c.strength, c.name) for c in catalog.cuda_errors_in(text)]
+        m = catalog.match_message(text, ("pytorch",))
+        if m:
+            out.append(m)
+    return out
+
+
+class CatalogReadings(Rule):
+    """Catalog hits (knowledge/catalogs) on lines no message pattern reads."""
+
+    id = "catalog"
+
+    def findings(self, case, k, trace):
+        claimed = {(e.ref.path, e.ref.line) for e in case.events if e.kind.startswith(_PATTERN_KINDS_PREFIX)}
+        groups: dict[tuple[str, str, str], list[Event]] = defaultdict(list)
+        details: dict[tuple[str, str, str], str] = {}
+        seen: set[tuple] = set()
+        for e in case.events:
+            where = (e.ref.path, e.ref.line)
+            if where in claimed:
+                continue
+            for m in _hits(e):
+                if m.cause not in k.causes or (where, m.entry.id) in seen:
+                    continue  # context, unresolved, or this line already counted for this entry
+                seen.add((where, m.entry.id))
+                key = (m.entry.id, m.cause, m.strength)
+                groups[key].append(e)
+                details.setdefault(key, m.detail)
+        if not groups:
+            return []
+        readings = _readings()
+        hardware_xid = self._hardware_xid(case, k, set(readings["fallout"]["app_error_after"]))
+        out = []
+        for (eid, cause, strength), events in groups.items():
+            entry = next(m.entry for m in _hits(events[0]) if m.entry.id == eid)
+            weight = readings["strength"].get(strength, readings["strength"]["subsystem"])["weight"]
+            role = "root"
+            if cause == "app_error" and entry.catalog == "cuda" and hardware_xid:
+                role = "symptom"  # the GPU's own fault (a hardware Xid) explains the CUDA error
+                trace.append(f"{self.id}: {entry.name} after hardware Xid {hardware_xid}: fallout, not the job's code")
+            w = _repeat(weight, len(events))
+            what = details[(eid, cause, strength)] or entry.message or entry.name
+            summary = (f"{len(events)} line(s) the {entry.catalog} catalog reads as {k.causes[cause].title}: "
+                       f"{what[:120]} ({entry.why}; {strength})")
+            trace.append(f"{self.id}: {eid} x{len(events)} -> {cause} ({w:.2f}, {strength}), "
+                         f"first at {events[0].ref.describe()}")
+            out.append(finding(k, cause, w, self.id, summary, events, role, discriminator=eid,
+                               strength="strong" if strength == "specific" else "weak"))
+        return out
+
+    @staticmethod
+    def _hardware_xid(case, k, hardware_causes: set[str]) -> int | None:
+        for e in case.events:
+            if e.kind == KIND.kernel_xid:
+                info = k.xids.get(int(e.data.get("code") or -1))
+                if info and info.cause in hardware_causes:
+                    return info.code
+        return None
