@@ -149,3 +149,19 @@ def test_an_unknown_name_fails_where_it_is_used():
         _ = reg.KIND.kernel_no_such_kind
     with pytest.raises(knowledge.KnowledgeError, match="not registered"):
         _ = reg.SIGN.no_such_sign
+
+
+def test_every_mapped_catalog_entry_is_a_registered_signal_with_a_strength():
+    from postmortem.knowledge import catalog
+    causes = knowledge.load().causes
+    n = 0
+    for name in ("nccl", "cuda", "nv_status", "pytorch", "kernel", "sxid"):
+        _, entries = catalog._catalog(name)
+        for e in entries:
+            if e.cause in causes and e.strength in reg.CATALOG_STRENGTH:
+                s = reg.catalog_signal(e.catalog, e.id, e.cause, e.strength, e.why)
+                assert s.strength in ("strong", "weak") and 0 < s.weight < 1 and s.producer == f"catalog:{name}"
+                n += 1
+    assert n > 100
+    with pytest.raises(knowledge.KnowledgeError, match="unknown cause"):
+        reg.catalog_signal("nccl", "x", "no_such_cause", "specific", "")

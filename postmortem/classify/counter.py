@@ -189,4 +189,10 @@ def counter_evidence(case: Case, trace: list[str]) -> dict[str, tuple[float, tup
             trace.append(f"counter: {reason}")
             out.update(_against(COUNTER.memlock_unlimited, reason))
             break
+    for f in _facts(case, "env.NCCL_P2P_DISABLE"):
+        if str(f.value).strip() == "1":
+            reason = f"NCCL_P2P_DISABLE=1 was set ({f.ref.describe()}): NCCL used no peer-to-peer transport"
+            trace.append(f"counter: {reason}")
+            out.update(_against(COUNTER.p2p_disabled, reason))
+            break
     return out

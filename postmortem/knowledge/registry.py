@@ -216,6 +216,31 @@ def kind_signal(kind: str) -> Signal | None:
     return registry().signals.get(kind)
 
 
+# Catalog entries (knowledge/catalogs, generated from the upstream sources) are registered
+# signals too, one per entry and reading: producer `catalog:<catalog>`, strength by how
+# specific the entry is (an exact upstream message with one reading is strong, a whole
+# subsystem weak), weight from catalogs/readings.toml.
+CATALOG_STRENGTH = {"specific": "strong", "subsystem": "weak"}
+
+
+@functools.lru_cache(maxsize=None)
+def _catalog_weights() -> dict[str, float]:
+    text = resources.files("postmortem.knowledge").joinpath("catalogs", "readings.toml").read_text(encoding="utf-8")
+    return {name: float(e["weight"]) for name, e in tomllib.loads(text)["strength"].items()}
+
+
+@functools.lru_cache(maxsize=None)
+def catalog_signal(catalog: str, entry_id: str, cause: str, specificity: str, why: str) -> Signal:
+    """The registered signal of one catalog entry read as `cause` with `specificity`
+    ('specific' | 'subsystem'); fails on a cause or a specificity the registry does not know."""
+    if cause not in load().causes:
+        raise KnowledgeError(f"catalog {catalog} entry {entry_id}: unknown cause '{cause}'")
+    if specificity not in CATALOG_STRENGTH:
+        raise KnowledgeError(f"catalog {catalog} entry {entry_id}: specificity '{specificity}' has no strength")
+    return Signal(f"catalog.{entry_id}", f"catalog:{catalog}", (), cause, "root", CATALOG_STRENGTH[specificity],
+                  _catalog_weights()[specificity], f"knowledge/catalogs/{catalog}.json: {why}")
+
+
 def produced_by(producer: str) -> frozenset[str]:
     """The event kinds one parser emits (`produced_by("parser:launcher")`)."""
     return frozenset(s.id for s in registry().signals.values() if s.producer == producer)

@@ -104,3 +104,61 @@ def test_an_oom_kill_of_a_process_the_job_never_names_is_not_the_root(tmp_path):
     assert v.cause == "shm_exhausted"
     assert any("appear nowhere in the job's own logs" in c for c in v.trace)
     assert "host_oom" in causes_of(v.alternatives)
+
+
+def test_p2p_disabled_in_the_environment_speaks_against_a_p2p_hang(tmp_path):
+    # The real corpus hang (NVIDIA/nccl IOMMU report) reads as nccl_p2p; the same logs next to an
+    # env.txt with NCCL_P2P_DISABLE=1 (written here) cannot be a P2P fault: the transport was off.
+    import shutil
+    src = Path(__file__).resolve().parents[2] / "fixtures/corpus/nccl-p2p-iommu-01/bundle"
+    assert analyze(src).verdict.cause == "nccl_p2p"
+    b = tmp_path / "b"
+    shutil.copytree(src, b)
+    (b / "env.txt").write_text("NCCL_P2P_DISABLE=1\n", encoding="utf-8")
+    v = analyze(b).verdict
+    assert v.cause != "nccl_p2p"
+    assert any("NCCL_P2P_DISABLE=1 was set" in t for t in v.trace)
+
+
+def test_host_memory_rising_to_a_kill_is_two_signs_of_host_oom(tmp_path):
+    # DeepSpeed's see_memory_usage sample line with its figure varied here (synthetic trend),
+    # then DeepSpeed's real "exits with return code = -9" line.
+    report = SAMPLE["host_memory_report"]
+    lines = [("", report.replace("percent = 84.6%", f"percent = {pct}%")) for pct in ("61.0", "74.2", "88.9")]
+    v = analyze(bundle(tmp_path, {"train.log": lines + [("", SAMPLE["deepspeed_return_code"])]})).verdict
+    assert v.cause == "host_oom" and "rose over 3 readings" in v.root.summary
+    assert not any(t.startswith("resolve: tentative") for t in v.trace)
+
+
+def test_one_high_memory_figure_is_not_a_trend(tmp_path):
+    v = analyze(bundle(tmp_path, {"train.log": [("", SAMPLE["host_memory_report"]),
+                                                ("", SAMPLE["deepspeed_return_code"])]})).verdict
+    assert v.cause == "host_oom" and "rose over" not in v.root.summary
+
+
+# Traceback lines of a LLaMA-Factory rank waiting in transformers' main_process_first (public
+# report, quoted in a public repository), followed here by the watchdog's real timeout line: a
+# synthetic arrangement of real lines.
+_MAIN_FIRST_TRACEBACK = [
+    "[rank1]: Traceback (most recent call last):",
+    '[rank1]:   File "/root/LLaMA-Factory-main/src/llamafactory/data/loader.py", line 303, in get_dataset',
+    '[rank1]:     with training_args.main_process_first(desc="load dataset", local=(not data_args.data_shared_file_system)):',
+    '[rank1]:   File "/root/miniconda3/envs/llama_factory/lib/python3.10/contextlib.py", line 135, in __enter__',
+    "[rank1]:     return next(self.gen)",
+    '[rank1]:   File "/root/miniconda3/envs/llama_factory/lib/python3.10/site-packages/transformers/training_args.py", line 2451, in main_process_first',
+    "[rank1]:     dist.barrier()",
+    '[rank1]:   File "/root/miniconda3/envs/llama_factory/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 4635, in barrier',
+    "[rank1]:     work = group.barrier(opts=opts)",
+]
+
+
+def test_a_timeout_inside_main_process_first_is_the_main_process_being_late(tmp_path):
+    lines = [("", l) for l in _MAIN_FIRST_TRACEBACK] + [("", SAMPLE["watchdog_timeout"])]
+    v = analyze(bundle(tmp_path, {"train.log": lines})).verdict
+    assert v.cause == "straggler_timeout" and "main_process_first()" in v.root.summary
+    assert not any(t.startswith("resolve: tentative") for t in v.trace)
+
+
+def test_the_same_timeout_without_the_barrier_frames_is_not_a_straggler_by_frames(tmp_path):
+    v = analyze(bundle(tmp_path, {"train.log": [("", SAMPLE["watchdog_timeout"])]})).verdict
+    assert v.cause != "straggler_timeout" or "main_process_first" not in v.root.summary

@@ -9,14 +9,15 @@ is strong, a whole subsystem is weak and never claims alone.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import tomllib
 from collections import defaultdict
 from importlib import resources
 
-from postmortem.classify.rules.base import Rule, _repeat, finding
+from postmortem.classify.rules.base import Rule, _repeat, sign_finding
 from postmortem.knowledge import catalog
-from postmortem.knowledge.registry import KIND
+from postmortem.knowledge.registry import KIND, catalog_signal
 from postmortem.model import Event
 
 _PATTERN_KINDS_PREFIX = "msg."  # kinds message patterns emit: their lines are theirs
@@ -77,19 +78,20 @@ class CatalogReadings(Rule):
         out = []
         for (eid, cause, strength), events in groups.items():
             entry = next(m.entry for m in _hits(events[0]) if m.entry.id == eid)
-            weight = readings["strength"].get(strength, readings["strength"]["subsystem"])["weight"]
+            sign = catalog_signal(entry.catalog, eid, cause, strength if strength in ("specific", "subsystem")
+                                  else "subsystem", entry.why)
             role = "root"
             if cause == "app_error" and entry.catalog == "cuda" and hardware_xid:
                 role = "symptom"  # the GPU's own fault (a hardware Xid) explains the CUDA error
                 trace.append(f"{self.id}: {entry.name} after hardware Xid {hardware_xid}: fallout, not the job's code")
-            w = _repeat(weight, len(events))
+            w = _repeat(sign.weight, len(events))
             what = details[(eid, cause, strength)] or entry.message or entry.name
             summary = (f"{len(events)} line(s) the {entry.catalog} catalog reads as {k.causes[cause].title}: "
                        f"{what[:120]} ({entry.why}; {strength})")
             trace.append(f"{self.id}: {eid} x{len(events)} -> {cause} ({w:.2f}, {strength}), "
                          f"first at {events[0].ref.describe()}")
-            out.append(finding(k, cause, w, self.id, summary, events, role, discriminator=eid,
-                               strength="strong" if strength == "specific" else "weak"))
+            f = sign_finding(k, sign, self.id, summary, events, discriminator=eid, weight=w)
+            out.append(dataclasses.replace(f, role=role) if role != f.role else f)
         return out
 
     @staticmethod

@@ -5,7 +5,7 @@ import re
 
 from postmortem.classify.counter import effective_shm_size
 from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, sign_finding
-from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by
+from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
 from postmortem.model import Case, Event, Ref, Stack
 
 NCCL_FRAME = re.compile(r"nccl|libnccl", re.I)
@@ -73,6 +73,10 @@ class SigbusContext(Rule):
 COLLECTIVE_FRAME = re.compile(r"barrier|all_?reduce|all_?gather|broadcast|reduce_scatter|all_to_all|alltoall|"
                               r"\bwait\b|monitored_barrier|synchronize", re.I)
 
+# Context managers in which every rank but the main one waits at a barrier (transformers
+# TrainingArguments.main_process_first, accelerate's Accelerator.main_process_first and friends).
+_MAIN_FIRST = frozenset(registry().signals["timeout.waiting_for_main_process"].params["functions"])
+
 TIMEOUT_KINDS = (KIND.msg_watchdog_timeout, KIND.msg_gloo_timeout, KIND.msg_nccl_uniqueid_store_timeout)
 
 class CollectiveTimeout(Rule):
@@ -102,6 +106,19 @@ class CollectiveTimeout(Rule):
         early = bool(seqs) and max(seqs) <= LIMIT.early_seq
         progress = [e for e in case.events if e.kind == KIND.msg_progress_bar]
         busy, waiting = self._dumps(case)
+        behind_main = self._waiting_for_main_process(case)
+        if behind_main is not None:
+            # The timed-out rank waited in a barrier that lets the main process work first
+            # (dataset preprocessing, tokenization): the main process was late.
+            frame = next(f for f in behind_main.frames if f.function in _MAIN_FIRST)
+            summary = (f"rank(s) {sorted(timed_out) or '?'} timed out in a barrier inside {frame.function}() "
+                       f"({behind_main.ref.describe()}): the main process was still doing the work the others "
+                       "wait for (dataset preprocessing, tokenization) when the timeout expired")
+            trace.append(f"{self.id}: straggler: the timed-out rank waited in {frame.function}()")
+            seen = ((SIGN.timeout_progress_advancing, bool(progress)),)
+            return [sign_finding(k, SIGN.timeout_waiting_for_main_process, self.id, summary, timeouts + progress[:1],
+                                 "timeout", extra_refs=(behind_main.ref,),
+                                 combined=tuple(s for s, present in seen if present))]
         if silent and world_known_apart:
             w = (SIGN.timeout_silent_ranks.weight + (SIGN.timeout_first_collectives.weight if early else 0)
                  + (SIGN.timeout_progress_advancing.weight if progress else 0)
@@ -126,6 +143,10 @@ class CollectiveTimeout(Rule):
         return [sign_finding(k, SIGN.timeout_all_ranks, self.id,
                              f"{len(timeouts)} collective timeout(s) across ranks {sorted(timed_out) or '?'}; no other fault found",
                              timeouts, "timeout")]
+
+    @staticmethod
+    def _waiting_for_main_process(case: Case) -> Stack | None:
+        return next((s for s in case.stacks if any(f.function in _MAIN_FIRST for f in s.frames)), None)
 
     @staticmethod
     def _world_size(case: Case) -> int | None:
@@ -171,12 +192,16 @@ class HighHostMemoryThenDeath(Rule):
         if not deaths:
             return []
         pct = _num(last.data.get("pct"))
+        # A second, independent sign: the readings rose towards the death (a trend, not one figure).
+        before = [_num(e.data.get("pct")) for e in sorted(readings, key=lambda e: e.seq) if e.seq <= last.seq]
+        rising = len(before) >= 2 and all(b >= a for a, b in zip(before, before[1:])) and before[-1] > before[0]
         trace.append(f"{self.id}: host memory at {pct:.0f}% ({last.ref.describe()}), then {deaths[0].ref.describe()}")
         sign = SIGN.memory_high_then_death if pct < LIMIT.very_high_host_memory_pct else SIGN.memory_very_high_then_death
-        return [sign_finding(k, sign, self.id,
-                        f"host memory was {pct:.0f}% used ({last.ref.describe()}) just before a process of the job "
-                        f"was killed ({deaths[0].ref.describe()}); dmesg would show the OOM killer",
-                             [last, deaths[0]], "memory")]
+        summary = (f"host memory was {pct:.0f}% used ({last.ref.describe()}) just before a process of the job "
+                   f"was killed ({deaths[0].ref.describe()}); dmesg would show the OOM killer"
+                   + (f"; it rose over {len(before)} readings ({before[0]:.0f}% to {before[-1]:.0f}%)" if rising else ""))
+        return [sign_finding(k, sign, self.id, summary, [last, deaths[0]], "memory", weight=sign.weight,
+                             combined=(SIGN.memory_rising,) if rising else ())]
 
 class CudaBuildNewerThanDriver(Rule):
     """NCCL says which CUDA it was built for (`NCCL version 2.25.1+cuda12.8`) and which CUDA the
