@@ -86,10 +86,13 @@ def merge_copies(events: list[Event]) -> tuple[list[Event], list[str]]:
     files = kernel_files(events)
     if len(files) < 2:
         return events, []
+    # dmesg prints no host, syslog and the journal do: one named host means they are the same
+    named = {e.host for e in events if e.ref.path in files and e.host}
+    only = next(iter(named)) if len(named) == 1 else None
     groups: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for i, e in enumerate(events):
         if e.ref.path in files:
-            groups[(e.host, e.kind, _body(e))][e.ref.path].append(i)
+            groups[(e.host or only, e.kind, _body(e))][e.ref.path].append(i)
     drop: set[int] = set()
     copies: dict[int, list[str]] = defaultdict(list)
     pairs = 0
@@ -146,6 +149,7 @@ def _partner(events: list[Event], i: int, free: list[int], n: int) -> int | None
 
 # --------------------------------------------------------------------------- identities
 
+LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "localhost.localdomain"})
 _RANK_SOURCES = ("nccl.init", "launcher.child_failed", "launcher.exit", "launcher.spawned")
 
 
@@ -154,9 +158,14 @@ def join_identities(events: list[Event]) -> list[Event]:
     (ChildFailedError rows, `local_rank: N (pid: P)` on a single node); rank -> pid back
     when one pid has that rank; a single-host bundle's unnamed host is that host."""
     named_hosts = {e.host for e in events if e.host}
-    only_host = next(iter(named_hosts)) if len(named_hosts) == 1 else None
+    real = named_hosts - LOOPBACK
+    # torchrun's standalone rendezvous names the one node `localhost`; the logs' own host name wins
+    only_host = next(iter(real)) if len(real) == 1 else (
+        next(iter(named_hosts)) if len(named_hosts) == 1 else None)
 
     def host_of(e: Event) -> str | None:
+        if e.host in LOOPBACK and len(real) == 1:
+            return only_host
         return e.host or only_host
 
     ranks: dict[tuple[str | None, int], set[int]] = defaultdict(set)

@@ -164,16 +164,17 @@ def _read_content(entry, stream, kind: str, got: _Collected, options: Options, b
 def _add_gdb_backtrace(entry, result, got: _Collected, label: str) -> str:
     """--gdb: a symbolized `thread apply all bt` from gdb, read like any gdb output.
     gdb needs the core and the executable as files: an uncompressed core of a directory
-    bundle, and the executable the core names, in the bundle or on this machine."""
+    bundle, and the executable the core names, found by base name inside the bundle only."""
     from postmortem import core
+    from postmortem.core.gdb import executable_in_bundle
 
     if entry.disk_path is None or "gzip" in label:
         return "--gdb: gdb needs the core as an uncompressed file in a directory bundle"
     exe_names = [str(f.value) for f in result.facts if f.name in ("core.exe", "core.execfn") and f.value]
-    candidates = [p for name in exe_names for p in (entry.disk_path.parent / Path(name).name, Path(name))]
-    exe = next((p for p in candidates if p.is_file()), None)
+    exe = executable_in_bundle(_bundle_folders(entry), exe_names)
     if exe is None:
-        return f"--gdb: executable {exe_names[0] if exe_names else '(unknown)'} not found in the bundle or on this machine"
+        return (f"--gdb: executable {exe_names[0] if exe_names else '(unknown)'} not found in the bundle "
+                f"(put a copy beside the core or at the bundle's top)")
     text = core.gdb_backtrace(entry.disk_path, exe)
     if text is None:
         return "--gdb: gdb is not installed, or it failed or timed out"
@@ -181,6 +182,14 @@ def _add_gdb_backtrace(entry, result, got: _Collected, label: str) -> str:
     got.events.extend(parsed.sink.events)
     got.stacks.extend(parsed.sink.stacks)
     return ""
+
+
+def _bundle_folders(entry) -> list[Path]:
+    """The core's own folder, then the bundle's top folder (both on disk)."""
+    folder = entry.disk_path.parent
+    depth = len(Path(entry.path).parts) - 1
+    top = folder.parents[depth - 1] if depth > 0 else folder
+    return [folder] if top == folder else [folder, top]
 
 
 def _read_flightrec(entry, stream, got: _Collected, base: dict, label: str) -> Artifact:
@@ -212,7 +221,7 @@ def _read_core(entry, stream, got: _Collected, options: Options, base: dict, lab
         return Artifact(kind=label, status=ArtifactStatus.SKIPPED, message="core reader unavailable", **base)
     seekable = stream if stream.seekable() else io.BytesIO(stream.read(64 << 20))
     # Libraries and executables shipped in the bundle beside the core give frames their names.
-    search = (entry.disk_path.parent,) if entry.disk_path is not None else ()
+    search = tuple(_bundle_folders(entry)) if entry.disk_path is not None else ()
     result = core.read_core(seekable, entry.path, search_dirs=search)
     got.events.extend(dataclasses.replace(e, seq=next(got.counter)) for e in result.events)
     got.stacks.extend(result.stacks)

@@ -130,11 +130,17 @@ def _raw_and_walled(events: list[Event]):
     for e in events:
         if e.stamp and e.stamp.clock in (ClockKind.WALL, ClockKind.WALL_LOCAL) and e.kind in _KERNEL_KINDS:
             secs = raw.get((e.host, _body(e)))
+            receipt = False
             if secs is None:
-                boot_s = e.data.get("boot_s")
-                secs = boot_s if isinstance(boot_s, (int, float)) and not isinstance(boot_s, bool) else None
+                secs, receipt = _boot_s(e), e.stamp.resolution_s >= 1.0
             if secs is not None and e.stamp.wall is not None:
-                yield e.host, float(secs), e.stamp
+                yield e.host, float(secs), e.stamp, receipt
+
+
+def _boot_s(e: Event) -> float | None:
+    """The printk stamp a syslog or journal line keeps beside its own time."""
+    v = e.data.get("boot_s")
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def _kernel_anchor_boot(events: list[Event], zone: tzinfo) -> dict[str | None, tuple]:
@@ -143,17 +149,23 @@ def _kernel_anchor_boot(events: list[Event], zone: tzinfo) -> dict[str | None, t
     millisecond; `dmesg -T` copies (whole seconds, truncated) to a second."""
     precise: dict[str | None, list[float]] = defaultdict(list)
     coarse: dict[str | None, list[float]] = defaultdict(list)
-    for host, secs, stamp in _raw_and_walled(events):
+    received: dict[str | None, list[float]] = defaultdict(list)
+    for host, secs, stamp, receipt in _raw_and_walled(events):
         wall = stamp.wall if stamp.wall.tzinfo else stamp.wall.replace(tzinfo=zone)  # type: ignore[union-attr]
         if stamp.year_known and clocks.plausible(wall):
             fine = stamp.clock is ClockKind.WALL and stamp.resolution_s <= 1e-3
-            (precise if fine else coarse)[host].append(wall.timestamp() - secs)
+            (precise if fine else received if receipt else coarse)[host].append(wall.timestamp() - secs)
     out = {}
-    for found, uncertainty, what in ((coarse, 1.0, "seen raw and with a wall time"),
-                                     (precise, 1e-3, "of the journal (realtime and printk stamps)")):
+    # A syslog daemon stamps a line when it receives it, never before the kernel printed it
+    # (a daemon that starts late receives the whole boot at once): the earliest pair is the
+    # truest.  dmesg -T truncates to the second: the median.  The journal keeps both exactly.
+    for found, uncertainty, what, pick in (
+            (received, 1.0, "stamped by a syslog daemon, earliest", lambda xs: xs[0]),
+            (coarse, 1.0, "seen raw and with a wall time", lambda xs: xs[len(xs) // 2]),
+            (precise, 1e-3, "of the journal (realtime and printk stamps)", lambda xs: xs[len(xs) // 2])):
         for host, offsets in found.items():
             offsets.sort()
-            boot = clocks.from_unix(offsets[len(offsets) // 2])
+            boot = clocks.from_unix(pick(offsets))
             if boot is not None:
                 out[host] = (boot, f"{len(offsets)} kernel line(s) {what}", uncertainty)
     return out
@@ -163,7 +175,9 @@ def _zone_from_kernel_copies(events: list[Event], boots: dict) -> tuple[tzinfo |
     """The pair of copies (raw seconds + a known boot time, and `dmesg -T`'s local time)
     reveals the offset of the zone `dmesg -T` printed in, to the quarter hour."""
     diffs: list[float] = []
-    for host, secs, stamp in _raw_and_walled(events):
+    for host, secs, stamp, receipt in _raw_and_walled(events):
+        if receipt:
+            continue
         boot = boots.get(host) or (boots.get(None) if len(boots) == 1 else None)
         if boot is None or stamp.clock is not ClockKind.WALL_LOCAL or not stamp.year_known or boot[2] > 1.5:
             continue
@@ -416,6 +430,9 @@ def _when(e: Event, zone: tzinfo, zone_note: str, year: int | None,
         if at is None:
             return When(None, Basis.ORDER_ONLY, None, "year unknown or out of range; order only")
         delta_base[e.ref.path] = at
+        printed = _printk_time(e, boots, at)
+        if printed is not None:
+            return printed
         note = f"local time read as {zone_note}" + ("" if s.year_known else f"; year filled in ({year})")
         return When(at, Basis.CONVERTED, s.resolution_s, note)
     if s.clock is ClockKind.BOOT and s.seconds is not None:
@@ -439,6 +456,21 @@ def _when(e: Event, zone: tzinfo, zone_note: str, year: int | None,
         delta_base[e.ref.path] = at
         return When(at, Basis.CONVERTED, 1.0, "accumulated from dmesg deltas")
     return None
+
+
+def _printk_time(e: Event, boots: dict, received: datetime) -> When | None:
+    """A syslog line that keeps the kernel's own stamp ([sec] after `kernel:`) and was
+    received well after it (a daemon that started late): placed at the printk moment."""
+    secs = _boot_s(e)
+    boot = boots.get(e.host) or (next(iter(boots.values())) if len(boots) == 1 else None)
+    if secs is None or boot is None or boot[2] > 1.0:
+        return None
+    at = clocks.add_seconds(boot[0], secs)
+    if at is None or (received - at).total_seconds() <= 2.0 + boot[2]:
+        return None
+    return When(at, Basis.CONVERTED, _boot_uncertainty(boot, secs),
+                f"boot time + {secs:.6f} s ({boot[1]}); the line's own stamp "
+                f"{received.isoformat()} is when the syslog daemon received it")
 
 
 def _with_year(at: datetime, year_known: bool, year: int | None) -> datetime | None:

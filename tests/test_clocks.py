@@ -198,3 +198,24 @@ def test_journal_anchor_places_raw_dmesg_lines(tmp_path):
     found = [e for e in a.case.events if e.data.get("msg") in texts]
     assert found and all(e.ref.path == "dmesg.txt" for e in found)
     assert max(abs(e.when.at.timestamp() - texts[e.data["msg"]]) for e in found) < 0.010
+
+
+def test_syslog_received_late_goes_at_the_printk_moment(tmp_path):
+    """A syslog daemon that starts late stamps the whole boot with its start time (rsyslog's
+    imklog did so in the lab).  GENERATED here: the lab's dmesg lines rewritten in the
+    RSYSLOG_TraditionalFileFormat shape, all received at one time, in Berlin local time."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    b = _copy(tmp_path, "dmesg_T.txt")
+    received = datetime.fromtimestamp(max(t["truth"] for t in TRUTH) + 30, ZoneInfo("Europe/Berlin"))
+    lines = (b / "dmesg.txt").read_text().splitlines()
+    (b / "syslog").write_text("".join(f"{received:%b} {received.day:2d} {received:%H:%M:%S} vm kernel: {l}\n"
+                                      for l in lines))
+    a = analyze(b)
+    assert max(_errors(a)) < 0.010
+    (b / "dmesg.txt").unlink()
+    a = analyze(b)
+    errors = _errors(a)
+    assert max(errors) < 0.010, "the syslog copy alone: its printk stamps, through the clock triple"
+    assert all("received" in e.when.note for e in _placed(a).values())

@@ -93,7 +93,7 @@ def test_every_kind_literal_in_the_parsers_is_registered():
     signals = reg.registry().signals
     literal = re.compile(r"""(?:sink\.event\([^,]+,\s*|kind=|\(\(|\),\s*\()["']([a-z]+\.[a-z0-9_]+)["']""")
     found = set()
-    for path in sorted((PKG / "parsers").glob("*.py")) + [PKG / "core.py"]:
+    for path in sorted((PKG / "parsers").glob("*.py")) + sorted((PKG / "core").glob("*.py")):
         for name in literal.findall(path.read_text(encoding="utf-8")):
             if KIND_LITERAL.match(name):
                 found.add(name)
