@@ -241,3 +241,15 @@ def test_rules_coverage_command():
         assert main(["rules", "--coverage"]) == 0
     out = buf.getvalue()
     assert "nccl WARN" in out and "v2.30.7-1" in out and "nvidia Xid" in out and "cuda CUresult" in out
+
+
+@pytest.mark.parametrize("name", ["pytorch", "kernel"])
+def test_real_lines_carrying_an_entrys_words_match_it(name):
+    """Every fixture log line that holds the fixed words of a PyTorch / kernel entry (its
+    longest literal piece) is matched by that catalog."""
+    entries = [e for e in _data(name)["entries"] if len(e["key"]) >= 12]
+    keys = re.compile("|".join(re.escape(e["key"]) for e in entries))
+    lines = _fixture_lines(keys)
+    assert len(lines) >= 5
+    missed = [(p, l) for p, l in lines if C.match_message(l, (name,)) is None]
+    assert not missed, missed[:5]

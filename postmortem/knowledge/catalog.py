@@ -265,6 +265,7 @@ def nv_status_in(line: str) -> list[Entry]:
 
 # --- PyTorch and kernel messages ----------------------------------------------------------
 
+_KILLED_BY = re.compile(r"killed by signal: (\w{1,20})")
 _RIP_MODULE = re.compile(r"RIP: \w{1,8}:(?P<func>[\w.]{1,120})\+0x[0-9a-f]{1,16}/0x[0-9a-f]{1,16} \[(?P<module>\w{1,60})\]")
 
 
@@ -278,11 +279,9 @@ def match_message(line: str, catalogs: tuple[str, ...] = ("pytorch", "kernel")) 
             if not _regex(e.regex).search(line):
                 continue
             cause, strength, detail = e.cause, e.strength, ""
-            if name == "pytorch":
-                for signal, reading in data.get("signal_readings", {}).items():
-                    if "killed by signal" in line and signal in line:
-                        cause, strength, detail = reading, "specific", signal
-                        break
+            killed = _KILLED_BY.search(line) if name == "pytorch" else None
+            if killed and killed.group(1) in data.get("signal_readings", {}):
+                cause, strength, detail = data["signal_readings"][killed.group(1)], "specific", killed.group(1)
             if e.id == "k.oops_rip":
                 rip = _RIP_MODULE.search(line)
                 module = rip.group("module") if rip else ""

@@ -78,6 +78,8 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     # PCIe AER (drivers/pci/pcie/aer.c)
     ("k.aer_fatal", "aer", "drivers/pci/pcie/aer.c", "PCIe Bus Error: severity=%s, type=%s, (%s)",
      "pcie_error", "subsystem", "a PCIe error: Uncorrected (Fatal) is a broken link; Corrected is noise"),
+    ("k.aer_fatal_old", "aer", "drivers/pci/pcie/aer/aerdrv_errprint.c", "PCIe Bus Error: severity=%s, type=%s, id=%04x(%s)",
+     "pcie_error", "subsystem", "a PCIe error (Linux <= 4.x wording): Uncorrected (Fatal) is a broken link"),
     ("k.aer_received", "aer", "drivers/pci/pcie/aer.c", "AER: %s%s error message received from %04x:%02x:%02x.%d",
      "context", "subsystem", "an AER message arrived (its severity decides)"),
     ("k.aer_uncorrected_fatal", "aer", "drivers/pci/pcie/aer.c", "AER: Uncorrected (Fatal) error received: %s",

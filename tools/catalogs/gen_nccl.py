@@ -69,6 +69,11 @@ TEXT_RULES: tuple[tuple[str, str, str, str], ...] = (
     (r"NVLS|nvls|[Mm]ulticast|cuMulticast|IMEX|[Ff]abric|MNNVL", "nvls", "nvls_fabric", "NVLS / multicast / fabric setup failed"),
     (r"P2P|p2p|peer access|cudaIpc|IPC handle|ipc", "", "nccl_p2p", "a peer-to-peer (CUDA IPC / NVLink / PCIe) path failed"),
     (r"version mismatch|Mismatched NCCL|different NCCL version|NCCL version", "", "nccl_version_mismatch", "ranks run different NCCL versions"),
+    (r"Multiple Ranks are using the same GPU|Duplicate GPU detected|both on CUDA device|Invalid device \d*%d|[Ii]nvalid device count|exceeds ndev", "", "device_mapping", "ranks and GPUs do not map one to one (two ranks on one GPU, an ordinal beyond the visible GPUs)"),
+    (r"Failed to CUDA (?:calloc|malloc)", "", "gpu_oom", "NCCL could not allocate device memory"),
+    (r"Failed to CUDA host alloc|cudaHostAlloc|cuMemHostAlloc", "", "pinned_memory", "NCCL could not allocate pinned host memory"),
+    (r"Detected mixed local (?:Coll)?Net device counts", "", "nccl_network", "nodes see different numbers of NICs (one down, or heterogeneous nodes)"),
+    (r"Invalid config|[Ii]mproper usage|Attempt to use communicator before|not initialized via NCCL_CONFIG_INITIALIZER", "", "app_error", "the application configured or called NCCL wrongly"),
     (r"[Ii]nvalid (?:type|data ?type|datatype|operation|reduction|op|root|peer|rank|count|comm|communicator|pointer|device pointer|buffer|argument|usage|stream)|is not a valid|must be|cannot be NULL|is NULL|null pointer|out of range|not supported for|in-place|non-blocking|already|called with|mismatch in info", "", "app_error", "the application called NCCL wrongly"),
     (r"Failed to (?:CUDA )?[cm]alloc|Failed to allocate host|Failed to realloc|calloc.*failed|malloc.*failed", "", "context", "an allocation failed: the CUDA or errno text that follows says why"),
 )

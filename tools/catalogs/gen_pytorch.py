@@ -124,15 +124,23 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
 )
 
 # The signal named in a worker-death line refines its reading.
-SIGNAL_READINGS = {"Bus error": "shm_exhausted", "Killed": "host_oom", "Segmentation fault": "dataloader_worker_crash",
+# Keyed by the first word of strsignal()'s text (wrapped log lines keep only that much).
+SIGNAL_READINGS = {"Bus": "shm_exhausted", "Killed": "host_oom", "Segmentation": "dataloader_worker_crash",
                    "Aborted": "dataloader_worker_crash"}
 
 
 def template_to_regex(t: str) -> str:
     parts = re.split(r"(\{d\}|\{\})", t)
     out = []
-    for p in parts:
-        out.append(r"-?\d{1,20}" if p == "{d}" else TEXT if p == "{}" else re.escape(p.rstrip() if p is parts[-1] else p))
+    for i, p in enumerate(parts):
+        if p == "{d}":
+            out.append(r"-?\d{1,20}")
+        elif p == "{}":
+            out.append(TEXT)
+        elif i == len(parts) - 1 and i and len(p.strip()) <= 3 and not re.search(r"\w", p):
+            out.append(f"(?:{re.escape(p.strip())})?")  # closing punctuation: real logs cut lines short
+        else:
+            out.append(re.escape(p.rstrip() if i == len(parts) - 1 else p))
     return "".join(out)
 
 
