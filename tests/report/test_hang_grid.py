@@ -32,7 +32,7 @@ def test_straggler_stacks_group_and_summaries_name_the_rank():
     text = collectives_view.summary(a)
     assert "never arrived: rank 3" in text and "rank 3 in fr_hang.load_batch (data loading)" in text
     md = markdown.render(a)
-    assert "**Collectives**" in md and "never arrived: rank 3" in md
+    assert "**Collectives**" in md and "never arrived\\: rank 3" in md   # Markdown-escaped colon
     out = io.StringIO()
     terminal.render(a, out=out)
     assert "Collectives" in out.getvalue()
