@@ -16,7 +16,7 @@ from typing import Callable
 class Budget:
     bytes: int = 1 << 30             # decompressed or read bytes over the whole bundle
     files: int = 20_000              # files or archive members taken from the bundle
-    line_chars: int = 8192           # longer lines are cut: regexes only see a bounded window
+    line_chars: int = 4096           # longer lines are cut: regexes only see a bounded window
     repeats: int = 32                # copies of one identical line parsed per file; the rest counted
     events: int = 2_000_000          # events kept per bundle
     header_bytes: int = 64 << 10     # one tar pax or GNU long-name header

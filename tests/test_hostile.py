@@ -245,7 +245,7 @@ def test_long_lines_are_cut_to_a_window(tmp_path):
     b.mkdir()
     (b / "x.log").write_bytes(b"[" * 5_000_000 + b" NCCL WARN x\n" + b" \t" * 40_000 + b"\n" + XID_LINE)
     a = analyze(b)
-    assert "2 line(s) longer than 8192 characters cut" in _message(a, "x.log")
+    assert "2 line(s) longer than 4096 characters cut" in _message(a, "x.log")
     assert a.verdict.cause == "gpu_fell_off_bus"
     assert all(len(e.ref.text) <= Budget().line_chars for e in a.case.events)
 

@@ -87,13 +87,13 @@ def classify(case: Case, k: Knowledge) -> Verdict:
 
 
 def _independent_signs(findings: list[Finding]) -> list[str]:
-    """The distinct registered signs the findings rest on; a finding that only repeats
-    another's lines adds none."""
+    """The distinct registered signs the findings rest on; a finding that cites exactly the
+    lines another one cites (two readings of the same lines) adds none."""
     out: list[str] = []
     seen_lines: list[set] = []
     for f in sorted(findings, key=lambda f: -f.confidence):
         lines = {(r.path, r.line) for r in f.evidence}
-        if lines and any(lines <= s for s in seen_lines):
+        if lines and any(lines == s for s in seen_lines):
             continue
         seen_lines.append(lines)
         out.extend(s for s in (f.signs or (f.signal or f.discriminator or f.rule,)) if s not in out)

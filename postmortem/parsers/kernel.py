@@ -70,9 +70,9 @@ _MONOTONIC_HOST = re.compile(r"(?P<host>[\w.-]+) kernel: ")
 
 # Messages that are kernel output even when pasted without any prefix.
 _BARE_MESSAGE = re.compile(
-    r"^(?:NVRM: |nvidia-nvswitch\d+: |(?:Memory cgroup out of memory|Out of memory): Kill|\S+\[\d+\]: segfault at "
+    r"^(?:NVRM: |nvidia-nvswitch\d+: |(?:Memory cgroup out of memory|Out of memory): Kill|(?<!\S)\S+\[\d+\]: segfault at "
     r"|traps: |\{\d+\}\[Hardware Error\]|mce: |EDAC |INFO: task \S+ blocked for more than "
-    r"|oom-kill:constraint=|\S+ invoked oom-killer: |CMCI storm|Memory failure: |MCE: Killing "
+    r"|oom-kill:constraint=|(?<!\S)\S+ invoked oom-killer: |CMCI storm|Memory failure: |MCE: Killing "
     r"|(?:pcieport|nvidia|mlx5_core) [0-9a-f]{4}:)")
 _IPMI_SEL = re.compile(
     r"^\s*[0-9a-fA-F]+ \| (?P<date>[\d/]+) \| (?P<time>[\d:]+(?: [AP]M)?) \| (?P<sensor>[^|]+?) \| "

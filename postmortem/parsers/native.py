@@ -36,7 +36,8 @@ PREFILTER = re.compile(
     r"|frame #\d+: (?!0x)"
     r"|terminate called "
     # backtrace_symbols, complete or cut by a paste after the `(`
-    r"|(?:[^\s()\[\]]*/|[^\s()\[\]]*\.so)[^\s()\[\]]*(?:\(|\s?\[0x))")
+    # (one pass over the token: a lookahead for `/` or `.so`, then the token taken whole)
+    r"|(?=[^\s()\[\]]*(?:/|\.so))[^\s()\[\]]*+(?:\(|\s?\[0x))")
 
 # A backtrace_symbols line cut by a paste: the object and `(` are there, `]` is not.
 _CUT_SYMBOLS_LINE = re.compile(r"^[^\s()\[\]]+\([^\s()]*(?:\+(?:0x[0-9a-fA-F]*)?)?(?:\)\s?\[(?:0x[0-9a-fA-F]*)?)?$")

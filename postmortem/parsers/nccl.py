@@ -62,7 +62,7 @@ PREFILTER = re.compile(
 # The prefix (formats.md §1.2).  `ts` must hold a non-digit so `[0] NCCL INFO` (a
 # host-stripped paste) reads as a device, not a timestamp.
 _HEADER = re.compile(
-    r"(?:\[(?P<ts>[^\]]*[^\]\d\s-][^\]]*)\]\s?)?"
+    r"(?:\[(?P<ts>(?=[^\]]*?[^\]\d\s-])[^\]]*+)\]\s?)?"
     r"(?:(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+)\s)?"
     r"(?:\[(?P<dev>-?\d+)\]\s)?"
     r"(?:(?P<ms>\d+\.\d+)\s(?P<tfunc>\S+):(?P<tline>\d+)\s(?=NCCL\sTRACE)"
@@ -72,7 +72,7 @@ _HEADER = re.compile(
 # The INFO prefix alone, for the fast path in NcclParser._split (most lines of a bundle are INFO).
 _INFO_MARK = " NCCL INFO "
 _INFO_PREFIX = re.compile(
-    r"(?:\[(?P<ts>[^\]]*[^\]\d\s-][^\]]*)\]\s?)?(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+)(?: \[(?P<dev>-?\d+)\])?")
+    r"(?:\[(?P<ts>(?=[^\]]*?[^\]\d\s-])[^\]]*+)\]\s?)?(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+)(?: \[(?P<dev>-?\d+)\])?")
 
 # Fast paths for the two commonest message shapes (grammar rules `chain` and `channel`).
 _CHAIN = re.compile(

@@ -33,11 +33,12 @@ ENV_NAMES = ("WORLD_SIZE", "LOCAL_RANK", "RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK
              "CUDA_VISIBLE_DEVICES")
 
 # `ulimit -a` item -> fact suffix, by flag (bash, zsh, busybox) or by name (every shell).
-ULIMIT_FLAGS = {"-n": "nofile", "-l": "memlock", "-c": "core"}
+ULIMIT_FLAGS = {"-n": "nofile", "-l": "memlock", "-c": "core", "-v": "virtual"}
 ULIMIT_NAMES = {
     "open files": "nofile", "file descriptors": "nofile", "nofiles": "nofile",
     "max locked memory": "memlock", "locked memory": "memlock", "locked-in-memory size": "memlock",
     "core file size": "core", "coredump": "core",
+    "virtual memory": "virtual", "vmemory": "virtual", "address space": "virtual",
 }
 _KIB_UNITS = ("kbytes", "kb")
 

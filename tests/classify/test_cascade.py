@@ -162,3 +162,25 @@ def test_a_timeout_inside_main_process_first_is_the_main_process_being_late(tmp_
 def test_the_same_timeout_without_the_barrier_frames_is_not_a_straggler_by_frames(tmp_path):
     v = analyze(bundle(tmp_path, {"train.log": [("", SAMPLE["watchdog_timeout"])]})).verdict
     assert v.cause != "straggler_timeout" or "main_process_first" not in v.root.summary
+
+
+# A real PyTorch host-allocation failure (a public report, quoted in a public repository).
+_CPU_ALLOC_FAILED = ("RuntimeError: [enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: can't allocate "
+                     "memory: you tried to allocate 2359296 bytes. Error code 12 (Cannot allocate memory)")
+
+
+def test_a_failed_host_allocation_under_ulimit_v_is_two_signs_of_host_oom(tmp_path):
+    # ulimit.txt in bash's `ulimit -a` layout, written here: a 4 GB address-space limit.
+    lines = [("", "Traceback (most recent call last):"), ("", '  File "/w/train.py", line 9, in <module>'),
+             ("", "    model = build()"), ("", _CPU_ALLOC_FAILED)]
+    v = analyze(bundle(tmp_path, {"train.log": lines,
+                                  "ulimit.txt": [("", "virtual memory          (kbytes, -v) 4000000")]})).verdict
+    assert v.cause == "host_oom" and any("ulimit -v" in f.summary for f in [v.root, *v.symptoms, *v.alternatives])
+    assert not any(t.startswith("resolve: tentative") for t in v.trace)
+
+
+def test_the_same_failure_without_a_limit_is_one_weak_sign(tmp_path):
+    lines = [("", "Traceback (most recent call last):"), ("", '  File "/w/train.py", line 9, in <module>'),
+             ("", "    model = build()"), ("", _CPU_ALLOC_FAILED)]
+    v = analyze(bundle(tmp_path, {"train.log": lines})).verdict
+    assert v.cause != "host_oom" or any(t.startswith("resolve: tentative") for t in v.trace)

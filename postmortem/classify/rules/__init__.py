@@ -9,7 +9,7 @@ from postmortem.classify.rules.catalog import CatalogReadings
 from postmortem.classify.rules.comms import (NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
                                              SilentCollectiveHang)
 from postmortem.classify.rules.config import (CollectiveTimeout, CudaBuildNewerThanDriver, HighHostMemoryThenDeath,
-                                              KilledWithoutReason, SigbusContext)
+                                              KilledWithoutReason, MemoryLimitSet, SigbusContext)
 from postmortem.classify.rules.hang import FlightRecorderHang
 from postmortem.classify.rules.hardware import GpuHealth
 from postmortem.classify.rules.knowledge import KnownMessages, XidCatalog
@@ -26,6 +26,7 @@ RULES: tuple[Rule, ...] = (
     GpuHealth(),
     QuietPcieTopology(),
     HighHostMemoryThenDeath(),
+    MemoryLimitSet(),
     CudaBuildNewerThanDriver(),
     NcclStoppedDuringInit(),
     FlightRecorderHang(),

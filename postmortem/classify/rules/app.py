@@ -11,6 +11,7 @@ import re
 
 from postmortem import stacks as stack_code
 from postmortem.classify.rules.base import Rule, died_of, sign_finding
+from postmortem.knowledge import catalog
 from postmortem.knowledge.registry import KIND, SIGN, deaths, produced_by, registry
 from postmortem.model import Case, Event, Frame, Stack
 
@@ -64,6 +65,9 @@ class AppError(Rule):
             etype = str(e.data.get("type") or "")
             if etype.rsplit(".", 1)[-1] in fallout_types or fallout_text.search(e.text):
                 continue
+            read = catalog.match_message(e.text or "", ("pytorch",))
+            if read and read.cause not in ("", catalog.CONTEXT, SIGN.app_exception.cause):
+                continue   # an upstream message with its own reading (a host allocation failure ...)
             return e
         return None
 

@@ -5,6 +5,7 @@ import re
 
 from postmortem.classify.counter import effective_shm_size
 from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, sign_finding
+from postmortem.knowledge import catalog
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
 from postmortem.model import Case, Event, Ref, Stack
 
@@ -202,6 +203,35 @@ class HighHostMemoryThenDeath(Rule):
                    + (f"; it rose over {len(before)} readings ({before[0]:.0f}% to {before[-1]:.0f}%)" if rising else ""))
         return [sign_finding(k, sign, self.id, summary, [last, deaths[0]], "memory", weight=sign.weight,
                              combined=(SIGN.memory_rising,) if rising else ())]
+
+class MemoryLimitSet(Rule):
+    """A host allocation failed or a process was killed while a virtual-memory limit
+    (`ulimit -v`, RLIMIT_AS) was set: the limit, not the machine's RAM, ran out.  Linux
+    overcommits, so a plain malloc rarely fails unless such a limit is in force."""
+
+    id = "memory-limit-set"
+
+    def findings(self, case, k, trace):
+        limits = [f for f in case.facts if f.name == "ulimit.virtual" and str(f.value).lower() != "unlimited"]
+        if not limits:
+            return []
+        failures = [e for e in case.events if (e.kind in (KIND.py_exception, KIND.native_terminate)
+                                               and _catalog_cause(e.text) == SIGN.memory_limit_set.cause)
+                    or (e.kind in _DEATH_KINDS and died_of(e, "SIGKILL"))]
+        if not failures:
+            return []
+        f = limits[0]
+        trace.append(f"{self.id}: ulimit -v {f.text or f.value} ({f.ref.describe()}) and {failures[0].ref.describe()}")
+        return [sign_finding(k, SIGN.memory_limit_set, self.id,
+                             f"a virtual-memory limit is set (ulimit -v {f.text or f.value}, {f.ref.describe()}) and a "
+                             f"process ran out of memory ({failures[0].ref.describe()})", failures[:3], "memory",
+                             extra_refs=(f.ref,))]
+
+
+def _catalog_cause(text: str) -> str:
+    m = catalog.match_message(text or "", ("pytorch",))
+    return m.cause if m else ""
+
 
 class CudaBuildNewerThanDriver(Rule):
     """NCCL says which CUDA it was built for (`NCCL version 2.25.1+cuda12.8`) and which CUDA the

@@ -1,0 +1,67 @@
+"""Regex denial of service (issue 19): no regex that sees bundle text may take
+super-linear time on the line window the reader enforces.
+
+Attack strings are DELIBERATELY HOSTILE and generated here (see tests/redos.py).  Time
+bounds are generous on purpose (a loaded machine passes; the cases fixed here took
+68-120 s per line before): the first test runs whole attack lines through the parsers
+as analyze does; the second checks the patterns found cubic or worse.  The checker
+over every compiled pattern of the package (knowledge and lark grammars included) runs
+for minutes, so it is a script that prints its figures: `python tests/redos.py`.
+"""
+from __future__ import annotations
+
+import time
+
+import redos
+from postmortem import knowledge
+from postmortem.budget import Budget
+from postmortem.parsers import parse_text
+
+LINE_BOUND_S = 5.0      # per attack line of Budget().line_chars characters, through every parser
+
+
+def test_the_regex_window_is_the_line_cap():
+    assert redos.WINDOW == Budget().line_chars <= 8192
+
+
+def test_attack_lines_through_the_parsers_are_bounded():
+    k = knowledge.load()
+    parse_text("x", ["warm up\n"], k=k)
+    words = sorted({m.keywords[0] for m in k.messages} | set(redos.PARSER_WORDS))
+    lines = redos.line_attacks(words)
+    assert len(lines) > 500
+    slow = []
+    for line in lines:
+        t = time.perf_counter()
+        parse_text("x.log", [line], k=k)
+        took = time.perf_counter() - t
+        if took > LINE_BOUND_S:
+            slow.append((round(took, 2), line[:40]))
+    assert not slow, slow
+
+
+def test_the_fixed_patterns_are_linear():
+    """The patterns issue 19 found cubic or worse, now on their own attack strings."""
+    from postmortem.parsers import gdb, kernel, native, nccl
+
+    k = knowledge.load()
+    by_id = {m.id: m.regex for m in k.messages}
+    n = Budget().line_chars
+    cases = [
+        (by_id["torch_shm_write_failed"], "unable to write to file </torch_1_2>: " + " a" * (n // 2)),
+        (by_id["torch_shm_alloc_failed"], "unable to allocate shared memory(shm) for file <x>: " + " \t" * (n // 2)),
+        (by_id["error_file_pointer"], "error_file: " + "/" * n),
+        (by_id["nccl_tests_header"], " " * n),
+        (nccl._HEADER, "[" + "a" * n),
+        (nccl._INFO_PREFIX, "[" + "a1" * (n // 2)),
+        (native.PREFILTER, "/" * n),
+        (kernel.PREFILTER, "[" * n + " NCCL WARN x"),
+        (gdb.PREFILTER, " \t" * (n // 2)),
+    ]
+    for rx, attack in cases:
+        for _ in range(2):
+            t = time.perf_counter()
+            rx.search(attack)
+            rx.match(attack)
+            took = time.perf_counter() - t
+        assert took < 1.0, (rx.pattern[:80], took)
