@@ -1,7 +1,10 @@
 # The two commands README.md opens with: `make demo` and `make test`.
+# `make demo` installs the tool alone (its five runtime packages); `make test` adds the test
+# extras (pytest, hypothesis, playwright, dask, ...).
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+TOOL   := $(VENV)/.installed-tool
 STAMP  := $(VENV)/.installed
 
 .PHONY: demo test venv bench clean
@@ -10,14 +13,21 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+$(TOOL): $(PY) pyproject.toml
+	$(PY) -m pip install -q -e .
+	touch $(TOOL)
+
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
-	touch $(STAMP)
+	touch $(TOOL) $(STAMP)
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+demo: $(TOOL)
 	$(VENV)/bin/postmortem analyze fixtures/demo/bundle --html reports/demo.html
+	@echo
+	@echo "postmortem is installed in $(VENV). To run it as 'postmortem':  . $(VENV)/bin/activate"
+	@echo "(or without activating: $(VENV)/bin/postmortem ...; for a user-wide install: pipx install .)"
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -9,6 +9,9 @@ process lives in /dev/shm until the main process is done with it.  SHM_MARGIN (1
 the formula leaves out: the batch the main process is still using while the next ones arrive, the
 pin-memory thread's queue, tmpfs page rounding, and NCCL's own /dev/shm segments on the same node.
 
+The need is also compared with the host's physical memory (/proc/meminfo MemTotal): a tmpfs
+page is a page of RAM, so a need above it is answered with "need less", never a --shm-size.
+
 Exit codes: 0 fits (or nothing to compute), 3 will not fit, 2 usage error.  Warnings (Docker's
 64 MB default, low `ulimit -n`, limited memlock, leftover segments) never change the exit code.
 
@@ -117,6 +120,47 @@ def shm_need(workers: int, prefetch: int, batch_bytes: int, procs: int) -> Need:
     return Need(workers, prefetch, batch_bytes, procs, SHM_MARGIN, total)
 
 
+@dataclass(frozen=True)
+class Memory:
+    """The host's RAM: a tmpfs page is a page of it (or of swap), so /dev/shm can never
+    usefully be larger than this."""
+    total_bytes: int
+    available_bytes: int | None
+
+
+def read_memory(meminfo: str = "/proc/meminfo") -> Memory | None:
+    fields = {}
+    try:
+        with open(meminfo, encoding="ascii", errors="replace") as f:
+            for line in f:
+                name, _, rest = line.partition(":")
+                parts = rest.split()
+                if parts and parts[0].isdigit():
+                    fields[name] = int(parts[0]) * (1024 if parts[1:2] == ["kB"] else 1)
+    except OSError:
+        fields = {}
+    if "MemTotal" in fields:
+        return Memory(fields["MemTotal"], fields.get("MemAvailable"))
+    try:
+        return Memory(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), None)
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def is_tmpfs(path: str, mounts: str = "/proc/self/mounts") -> bool:
+    """Is the file system holding `path` RAM-backed (tmpfs, ramfs)?  Unknown counts as yes:
+    /dev/shm is a tmpfs almost everywhere."""
+    try:
+        with open(mounts, encoding="utf-8", errors="replace") as f:
+            table = [line.split()[:3] for line in f if len(line.split()) >= 3]
+    except OSError:
+        return True
+    real = os.path.realpath(path)
+    best = max((m for m in table if real == m[1] or real.startswith(m[1].rstrip("/") + "/")),
+               key=lambda m: len(m[1]), default=None)
+    return best is None or best[2] in ("tmpfs", "ramfs")
+
+
 def suggested_gib(need: Need, shm: Shm) -> int:
     """Whole GiB to ask for: the need plus what is already in use there."""
     return max(1, math.ceil((need.bytes + shm.used_bytes) / 1024**3))
@@ -187,23 +231,41 @@ class Result:
     fits: bool | None
     warnings: tuple[Trap, ...]
     fixes: tuple[str, ...]
+    memory: Memory | None = None
+    exceeds_memory: bool = False    # the need is more than the host's RAM: no --shm-size can hold it
 
     @property
     def exit_code(self) -> int:
         return EXIT_DOES_NOT_FIT if self.fits is False else EXIT_FITS
 
 
-def evaluate(args) -> Result:
+# What to do when the need is more than the machine's memory: a bigger /dev/shm cannot help.
+NEED_LESS_FIXES = (
+    "need less: fewer --workers (each keeps prefetch batches in flight), a lower prefetch_factor, "
+    "smaller batches, or fewer processes per node",
+    "or a node with more memory than the need",
+)
+
+
+def evaluate(args, memory: Memory | None = None) -> Result:
     shm = read_shm(args.shm)
+    memory = memory if memory is not None else read_memory()
     need = (shm_need(args.workers, args.prefetch, args.batch_bytes, args.procs)
             if args.workers is not None and args.batch_bytes is not None else None)
     fits = None if need is None else need.bytes <= shm.avail_bytes
-    fixes = ()
+    exceeds = bool(need and memory and is_tmpfs(shm.path) and need.bytes + shm.used_bytes > memory.total_bytes)
+    fixes: tuple[str, ...] = ()
     if fits is False:
         gib = suggested_gib(need, shm)
-        fixes = tuple(fix.format(gib=gib) for fix in SHM_FIXES)
+        fixes = NEED_LESS_FIXES if exceeds else tuple(fix.format(gib=gib) for fix in SHM_FIXES)
     warnings = tuple(w for w in (check(shm, args) for check in WARNINGS) if w is not None)
-    return Result(shm, need, fits, warnings, fixes)
+    if need and memory and not exceeds and need.bytes > memory.total_bytes // 2:
+        warnings += (Trap("shm_over_half_memory",
+                          f"the need ({format_size(need.bytes)}) is more than half of this host's "
+                          f"{format_size(memory.total_bytes)} of RAM: shm pages compete with the training "
+                          "processes' own memory, and the OOM killer may end the job instead",
+                          "fewer workers / lower prefetch_factor, or a node with more memory"),)
+    return Result(shm, need, fits, warnings, fixes, memory, exceeds)
 
 
 def render_text(result: Result) -> str:
@@ -216,6 +278,10 @@ def render_text(result: Result) -> str:
         verdict = "fits" if result.fits else "DOES NOT FIT"
         lines.append(f"DataLoader need: {format_size(result.need.bytes)} = {result.need.formula}"
                      f" -> {verdict} in {format_size(shm.avail_bytes)} available")
+        if result.memory is not None:
+            compare = "more than" if result.exceeds_memory else "within"
+            lines.append(f"host memory: {format_size(result.memory.total_bytes)} in total: the need is {compare} it"
+                         + (" — no --shm-size can hold it; the job has to need less" if result.exceeds_memory else ""))
     if result.fixes:
         lines.append("fix (any one):")
         lines.extend(f"  {fix}" for fix in result.fixes)
@@ -228,6 +294,8 @@ def render_text(result: Result) -> str:
 def render_json(result: Result) -> str:
     need = None if result.need is None else {**asdict(result.need), "formula": result.need.formula}
     return json.dumps({"shm": asdict(result.shm), "need": need, "fits": result.fits,
+                       "memory": asdict(result.memory) if result.memory else None,
+                       "exceeds_memory": result.exceeds_memory,
                        "warnings": [asdict(w) for w in result.warnings],
                        "fixes": list(result.fixes), "exit_code": result.exit_code}, indent=2)
 
@@ -252,10 +320,22 @@ def count_arg(text: str) -> int:
     return value
 
 
+def workers_arg(text: str) -> int:
+    """num_workers may be 0: batches are then loaded in the main process, nothing in shm."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
+    return value
+
+
 def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.description = ("Preflight: will the DataLoader fit in /dev/shm, and are ulimit -n / memlock "
                           f"set for training?  need = workers x prefetch x batch bytes x procs x {SHM_MARGIN}")
-    parser.add_argument("--workers", type=count_arg, metavar="N", help="DataLoader num_workers")
+    parser.add_argument("--workers", type=workers_arg, metavar="N",
+                        help="DataLoader num_workers (0: loading in the main process, nothing in shm)")
     parser.add_argument("--prefetch", type=count_arg, metavar="N", default=DEFAULT_PREFETCH,
                         help=f"DataLoader prefetch_factor (default {DEFAULT_PREFETCH})")
     parser.add_argument("--batch-bytes", type=size_arg, metavar="SIZE",

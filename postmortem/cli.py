@@ -8,14 +8,77 @@ No analysis logic lives here, and heavy libraries are imported only when used.
 from __future__ import annotations
 
 import argparse
+import difflib
+import errno
 import importlib
 import json
+import os
+import re
 import sys
 from pathlib import Path
 
 from postmortem import __version__
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
+EXIT_BROKEN_PIPE = 141   # what a shell reports for a writer killed by SIGPIPE (`... | head`)
+
+ANALYZE_EPILOG = """examples:
+  postmortem analyze ./crash_bundle/                 verdict on the terminal, reports/crash_bundle.html
+  postmortem analyze node7.tar.gz --markdown -       a ticket body on stdout
+  postmortem analyze ./b --json verdict.json -q      JSON for a script, one line on the terminal
+  postmortem analyze ./b --explain                   the classifier's decision trace
+
+exit status:
+  0  the analysis completed, whatever the verdict
+  2  usage error, or the bundle cannot be read at all
+  1  internal error (one line; a traceback with --debug)
+  141  the reader of stdout went away (`| head`): nothing more is written"""
+
+EVAL_EPILOG = """examples:
+  postmortem eval fixtures/validation*/            score every case folder
+  postmortem eval cases/ --json -                  the same as JSON
+
+exit status:
+  0  every case was scored (whatever the score)
+  2  usage error: a DIR that is not a folder, or no case (bundle/ + truth.json) in any DIR
+  1  internal error"""
+
+EXPLAIN_EPILOG = """examples:
+  postmortem explain                  every cause, with its category and title
+  postmortem explain shm_exhausted    what it means, the fix, commands that confirm it
+  postmortem explain xid:79           an Xid code (also: 79, Xid79, xid 79)
+
+exit status:
+  0  found
+  2  unknown cause or Xid (close matches are suggested)"""
+
+RULES_EPILOG = """examples:
+  postmortem rules                    every built-in message pattern, with a header line
+  postmortem rules site.toml          validate a rule file (same layout as postmortem/knowledge)
+
+exit status:
+  0  listed, or every FILE is valid
+  2  a FILE is not valid (the message names the file and entry)"""
+
+# Examples and exit codes for subcommands whose own module gives none.
+MODULE_EPILOGS = {
+    "collect": """examples:
+  postmortem collect --out bundle.tar.gz             on the failing node, before it is rebooted
+  postmortem collect --since 2h --out ./bundle/
+
+exit status:
+  0  collected (what could not be read is listed in manifest.json)
+  2  usage error
+  1  internal error""",
+    "check": """examples:
+  postmortem check                                                   /dev/shm, ulimits, leftovers
+  postmortem check --workers 8 --prefetch 2 --batch-bytes 256M --procs 8
+
+exit status:
+  0  fits (or nothing to compute)
+  3  /dev/shm will not hold what the DataLoader puts there (the fix is printed)
+  2  usage error""",
+}
 
 
 class UsageError(Exception):
@@ -28,13 +91,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"postmortem {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
+    raw = argparse.RawDescriptionHelpFormatter
     a = sub.add_parser("analyze", help="analyse one crash bundle (folder, .tar[.gz], .zip or file)",
                        description="Analyse one crash bundle and print the verdict; writes the HTML report "
-                                   "to reports/<bundle-name>.html unless --html says otherwise.")
+                                   "to reports/<bundle-name>.html unless --html says otherwise.",
+                       epilog=ANALYZE_EPILOG, formatter_class=raw)
     a.add_argument("bundle", type=Path, help="folder, archive or file; '-' reads one log from standard input")
     a.add_argument("--html", metavar="PATH", help="HTML report path (default reports/<bundle-name>.html; '-' for none)")
     a.add_argument("--json", metavar="PATH|-", help="write the JSON verdict (schema postmortem.verdict/1); '-' = stdout")
-    a.add_argument("--markdown", metavar="PATH|-", help="write a Markdown summary for a ticket; '-' = stdout")
+    a.add_argument("--markdown", metavar="PATH|-", help="write a Markdown summary for a ticket; '-' = stdout "
+                                                     "(only one of --json and --markdown can be '-')")
     a.add_argument("--tz", metavar="ZONE", help="time zone for local times that print none (e.g. Europe/Berlin, +02:00)")
     a.add_argument("--rules", metavar="FILE", action="append", type=Path, default=[], help="extra knowledge file (TOML)")
     a.add_argument("--gdb", action="store_true", help="add a gdb backtrace for cores when gdb and the executable exist")
@@ -43,22 +109,31 @@ def _parser() -> argparse.ArgumentParser:
                    help="stop reading after this many seconds and decide from what was read (exit 0)")
     a.add_argument("--allow-hardlinks", action="store_true",
                    help="read bundle files that have more than one hard link (refused by default)")
-    a.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+    a.add_argument("-q", "--quiet", action="store_true",
+                   help="print only problems: one verdict line and the artifacts that could not be read")
     a.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
 
     e = sub.add_parser("eval", help="score verdicts against case folders with truth.json",
-                       description="Each DIR holds case folders with bundle/ and truth.json (category, cause).")
+                       description="Each DIR holds case folders with bundle/ and truth.json (category, cause).",
+                       epilog=EVAL_EPILOG, formatter_class=raw)
     e.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
     e.add_argument("--json", metavar="PATH|-", help="machine-readable results; '-' = stdout")
     e.add_argument("--rules", metavar="FILE", action="append", type=Path, default=[])
     e.add_argument("--debug", action="store_true")
 
-    x = sub.add_parser("explain", help="what the project knows about a cause (or an Xid code)")
+    x = sub.add_parser("explain", help="what the project knows about a cause (or an Xid code)",
+                       description="Print what the project knows about a cause — what it means, the fix, the "
+                                   "commands that confirm it, the messages that point to it — or about an "
+                                   "NVIDIA Xid code.  Without an argument, list every cause.",
+                       epilog=EXPLAIN_EPILOG, formatter_class=raw)
     x.add_argument("cause", nargs="?", help="cause id (e.g. shm_exhausted) or xid:79; omit to list causes")
     x.add_argument("--rules", metavar="FILE", action="append", type=Path, default=[])
     x.add_argument("--debug", action="store_true")
 
-    r = sub.add_parser("rules", help="list the built-in knowledge, or validate rule files")
+    r = sub.add_parser("rules", help="list the built-in knowledge, or validate rule files",
+                       description="List the built-in message patterns (id, role, cause, weight), or "
+                                   "validate rule files given as arguments.",
+                       epilog=RULES_EPILOG, formatter_class=raw)
     r.add_argument("files", nargs="*", type=Path, metavar="FILE")
     r.add_argument("--coverage", action="store_true", help="per upstream catalog and version: entries mapped to a cause, "
                    "marked context, or not yet mapped")
@@ -73,6 +148,9 @@ def _parser() -> argparse.ArgumentParser:
             continue
         s = sub.add_parser(name, help=text, description=(mod.__doc__ or text).strip().splitlines()[0])
         mod.configure(s)
+        if not s.epilog and name in MODULE_EPILOGS:
+            s.epilog = MODULE_EPILOGS[name]
+            s.formatter_class = argparse.RawDescriptionHelpFormatter
         s.set_defaults(_module=mod)
         if not any(act.dest == "debug" for act in s._actions):
             s.add_argument("--debug", action="store_true")
@@ -100,12 +178,27 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("postmortem: interrupted", file=sys.stderr)
         return EXIT_INTERNAL
+    except BrokenPipeError:
+        return _stdout_gone()
     except Exception as exc:  # noqa: BLE001 - the one place internal errors are reported
+        if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
+            return _stdout_gone()
         if debug:
             raise
         print(f"postmortem: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)",
               file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _stdout_gone() -> int:
+    """The reader of stdout left (`| head`): say nothing, and keep Python from complaining
+    when it flushes stdout at exit (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 def _check_tz(tz: str | None) -> None:
@@ -143,45 +236,101 @@ def _analyze(bundle: Path, rules: list[Path], tz: str | None = None, use_gdb: bo
     if time_limit is not None and time_limit <= 0:
         raise UsageError("--time-limit must be a positive number of seconds")
     try:
-        return analyze(bundle, Options(tz=tz, rules=tuple(rules), use_gdb=use_gdb, time_limit=time_limit,
-                                       allow_hardlinks=allow_hardlinks))
+        with _progress(f"analysing {bundle.name or bundle}"):
+            return analyze(bundle, Options(tz=tz, rules=tuple(rules), use_gdb=use_gdb, time_limit=time_limit,
+                                           allow_hardlinks=allow_hardlinks))
     except BundleError as exc:
         raise UsageError(str(exc)) from exc
 
 
+PROGRESS_AFTER_S = 1.0   # analyses shorter than this print nothing extra
+
+
+class _progress:
+    """A spinner on stderr, shown only when stderr is a terminal and only once the analysis
+    has taken longer than PROGRESS_AFTER_S (POSTMORTEM_PROGRESS_AFTER overrides, for tests)."""
+
+    def __init__(self, label: str):
+        self.label, self.status, self.timer = label, None, None
+
+    def __enter__(self):
+        import threading
+
+        if not sys.stderr.isatty() or os.environ.get("NO_COLOR") == "progress-off":
+            return self
+        try:
+            after = float(os.environ.get("POSTMORTEM_PROGRESS_AFTER", PROGRESS_AFTER_S))
+        except ValueError:
+            after = PROGRESS_AFTER_S
+        self.timer = threading.Timer(after, self._start)
+        self.timer.daemon = True
+        self.timer.start()
+        return self
+
+    def _start(self):
+        from rich.console import Console
+        from postmortem.report.text import terminal_text
+
+        self.status = Console(stderr=True, markup=False, highlight=False).status(terminal_text(self.label, 60))
+        self.status.start()
+
+    def __exit__(self, *exc):
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.status is not None:
+            self.status.stop()
+        return False
+
+
 def cmd_analyze(args) -> int:
     from postmortem.bundle import bundle_name
-    from postmortem.report import html, jsonout, markdown, terminal
+    from postmortem.report import RenderOptions, get
 
+    if args.json == "-" and args.markdown == "-":
+        raise UsageError("--json - and --markdown - would both go to stdout: send one of them to a file")
     analysis = _analyze(args.bundle, args.rules, args.tz, args.gdb, args.time_limit, args.allow_hardlinks)
     stdout_taken = args.json == "-" or args.markdown == "-"
-    named = args.bundle if str(args.bundle) == "-" else args.bundle.resolve()
+    from_stdin = str(args.bundle) == "-"
+    named = args.bundle if from_stdin else args.bundle.resolve()
+    if not from_stdin and named.name == "bundle" and named.parent.name:
+        named = named.parent   # the case layout (<case>/bundle/): name the report after the case
     html_target = args.html or str(Path("reports") / f"{bundle_name(named)}.html")
-    if html_target != "-":
-        _write(html_target, html.render(analysis, bundle_path=None if str(args.bundle) == "-" else args.bundle))
-    if args.json:
-        _write(args.json, jsonout.render(analysis) + "\n")
-    if args.markdown:
-        _write(args.markdown, markdown.render(analysis))
+    report = html_target if html_target != "-" else None
+    options = RenderOptions(bundle_path=None if from_stdin else args.bundle, quiet=args.quiet, report=report)
+    for name, target in (("html", report), ("json", args.json), ("markdown", args.markdown)):
+        if target:
+            _render_to(name, analysis, target, options)
     if not stdout_taken:
-        terminal.render(analysis, quiet=args.quiet)
+        get("terminal").render(analysis, sys.stdout, options)
         if args.explain:
             print("\n".join(analysis.verdict.trace))
         for note in analysis.limits:
             print(f"note: {note}", file=sys.stderr)
-        if not args.quiet and html_target != "-":
-            print(f"report: {html_target}")
     elif args.explain:
         print("\n".join(analysis.verdict.trace), file=sys.stderr)
     return EXIT_OK
 
 
+def _render_to(name: str, analysis, target: str, options) -> None:
+    from postmortem.report import get
+
+    if target == "-":
+        get(name).render(analysis, sys.stdout, options)
+        return
+    path = Path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as out:
+        get(name).render(analysis, out, options)
+
+
 def cmd_eval(args) -> int:
-    from postmortem.evaluate import evaluate, render_lines
+    from postmortem.evaluate import evaluate, find_cases, render_lines
 
     for d in args.dirs:
         if not d.is_dir():
             raise UsageError(f"{d}: not a directory")
+    if not find_cases(args.dirs):
+        raise UsageError(f"no case folders (each with bundle/ and truth.json) in {', '.join(map(str, args.dirs))}")
     _knowledge_errors(args.rules)
     result = evaluate(args.dirs, tuple(args.rules))
     if args.json == "-":
@@ -200,20 +349,23 @@ def cmd_explain(args) -> int:
     _knowledge_errors(args.rules)
     k = knowledge.load(tuple(args.rules))
     if not args.cause:
+        print(f"{'CAUSE':28} {'CATEGORY':9} TITLE")
         for c in k.causes.values():
             print(f"{c.id:28} {c.category:9} {c.title}")
         return EXIT_OK
-    if args.cause.lower().startswith("xid:") or args.cause.isdigit():
-        code = int(args.cause.split(":")[-1]) if args.cause.split(":")[-1].isdigit() else -1
+    xid = re.fullmatch(r"\s*(?:xid[\s:_-]*)?(\d+)\s*", args.cause, re.I)
+    if xid:
+        code = int(xid[1])
         info = k.xids.get(code)
         if info is None:
-            raise UsageError(f"Xid {args.cause} is not in the catalog")
+            near = sorted(k.xids, key=lambda c: abs(c - code))[:3]
+            raise UsageError(f"Xid {code} is not in the catalog; close: {', '.join(f'xid:{c}' for c in near)}")
         print(f"Xid {code} {info.name}\n  {info.meaning}\n  points to: {info.cause or '(a consequence, never a root)'}"
               f" ({info.role})\n  NVIDIA immediate action: {info.immediate}; investigatory: {info.investigatory}")
         return EXIT_OK
-    c = k.causes.get(args.cause)
+    c = k.causes.get(args.cause.strip().lower().replace("-", "_"))
     if c is None:
-        raise UsageError(f"unknown cause {args.cause!r}; `postmortem explain` lists them")
+        raise UsageError(f"unknown cause {args.cause!r}" + _suggest(args.cause, k) + "; `postmortem explain` lists them")
     print(f"{c.id} ({c.category}): {c.title}\n\n{c.explanation}\n\nFix:")
     print("\n".join(f"  - {x}" for x in c.remediation))
     print("Confirm with:")
@@ -224,6 +376,14 @@ def cmd_explain(args) -> int:
         print("\n".join(f"  - {m.id}: {m.sample[:110]}" for m in pats))
     print(f"Source: {c.source}")
     return EXIT_OK
+
+
+def _suggest(word: str, k) -> str:
+    """Causes whose id or title contains the word, else the closest ids by spelling."""
+    w = word.strip().lower().replace("-", "_")
+    hits = [c.id for c in k.causes.values() if w and (w in c.id or w.replace("_", " ") in c.title.lower())]
+    hits = hits or difflib.get_close_matches(w, list(k.causes), n=3, cutoff=0.5)
+    return f" (did you mean {', '.join(hits[:4])}?)" if hits else ""
 
 
 def cmd_rules(args) -> int:
@@ -244,6 +404,7 @@ def cmd_rules(args) -> int:
                 bad += 1
         return EXIT_USAGE if bad else EXIT_OK
     k = knowledge.load()
+    print(f"{'PATTERN':32} {'ROLE':8} {'CAUSE':24} WEIGHT")
     for m in k.messages:
         print(f"{m.id:32} {m.role:8} {m.cause or '-':24} {m.weight:.2f}")
     print(f"{len(k.messages)} message patterns, {len(k.causes)} causes, {len(k.xids)} Xid codes")

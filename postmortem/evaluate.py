@@ -99,6 +99,25 @@ def _pct(a: int, b: int) -> str:
     return f"{100 * a / b:.0f}%" if b else "n/a"
 
 
+def confusion_table(matrix: dict[str, dict[str, int]]) -> list[str]:
+    """The confusion matrix as a table: one row per expected category, one column per
+    predicted one, totals at the right and the bottom."""
+    labels = list(matrix)
+    predicted = list(dict.fromkeys(p for row in matrix.values() for p in row))
+    width = max(8, *(len(x) for x in labels + predicted))
+    first = max(len("expected / got"), *(len(x) for x in labels + ["total"]))
+    head = f"{'expected / got':<{first}}"
+    lines = ["confusion matrix (rows: expected category, columns: verdict):",
+             "  " + head + "".join(f" {p:>{width}}" for p in predicted) + f" {'total':>{width}}"]
+    for t in labels:
+        row = matrix[t]
+        lines.append(f"  {t:<{first}}" + "".join(f" {row.get(p, 0):>{width}}" for p in predicted)
+                     + f" {sum(row.values()):>{width}}")
+    totals = [sum(matrix[t].get(p, 0) for t in labels) for p in predicted]
+    lines.append(f"  {'total':<{first}}" + "".join(f" {n:>{width}}" for n in totals) + f" {sum(totals):>{width}}")
+    return lines
+
+
 def render_lines(result: dict) -> list[str]:
     out = []
     for r in result["cases"]:
@@ -109,7 +128,7 @@ def render_lines(result: dict) -> list[str]:
         out.append(f"{mark} {r['case']:40} expected {r['expected_category']}/{r['expected_cause']:24} "
                    f"got {r['category']}/{r['cause']} ({r['confidence']:.2f})")
     n = result["total"]
-    out.append("confusion (rows: expected, columns: predicted): " + json.dumps(result["confusion"]))
+    out += confusion_table(result["confusion"])
     if result["confident_wrong"]:
         out.append(f"confident (>=0.8) but wrong: {', '.join(result['confident_wrong'])}")
     out.append(f"evidence lines verified: {result['evidence_ok']}/{n}")

@@ -218,6 +218,7 @@ class Verdict:
     collect: tuple[str, ...] = ()   # what to gather when the verdict is unknown
     commands: tuple[str, ...] = ()  # next_steps that are shell commands (pasteable)
     steps: tuple[str, ...] = ()     # next_steps in prose
+    title: str = ""                 # the cause's title in words (knowledge), for headlines
 
 
 @dataclass(frozen=True, slots=True)

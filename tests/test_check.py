@@ -82,7 +82,7 @@ def test_no_need_given_is_not_a_failure(tmp_path: Path):
 
 @pytest.mark.parametrize("args", [
     ["--workers", "2"],                                  # batch size missing
-    ["--workers", "0", "--batch-bytes", "1M"],
+    ["--workers", "-1", "--batch-bytes", "1M"],            # 0 is valid (tests/test_check_ux.py)
     ["--workers", "2", "--batch-bytes", "lots"],
     ["--shm", "/nonexistent/shm", "--workers", "1", "--batch-bytes", "1M"],
 ])

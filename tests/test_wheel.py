@@ -53,4 +53,4 @@ def test_installed_wheel_runs_from_another_directory(wheel, tmp_path):
                        cwd=work, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["verdict"]["cause"] == "gpu_fell_off_bus"
-    assert (work / "reports" / "bundle.html").is_file()
+    assert (work / "reports" / "xid79-fell-off-bus-01.html").is_file()   # <case>/bundle/ is named after the case

@@ -158,7 +158,7 @@ def _verdict(case: Case, k: Knowledge, root_cause: str, root_findings: list[Find
         category=Category(cause.category), cause=root_cause, confidence=_confidence(root_cause, contenders, k),
         summary=f"{cause.title}: {root.summary}", explanation=cause.explanation, root=root, symptoms=symptoms,
         alternatives=alternatives, remediation=advice + tuple(r for r in cause.remediation if r not in advice),
-        next_steps=cause.next_steps, commands=cause.commands, steps=cause.steps, counter=counter,
+        next_steps=cause.next_steps, commands=cause.commands, steps=cause.steps, title=cause.title, counter=counter,
         signature=signature_of(root_cause, cause.category, root, case), trace=tuple(trace))
 
 
@@ -266,4 +266,4 @@ def _unknown(case: Case, k: Knowledge, findings: list[Finding], scores: dict[str
         category=Category.UNKNOWN, cause="unknown", confidence=0.0, summary=summary, explanation=u.explanation,
         root=None, symptoms=symptoms, alternatives=alternatives, remediation=u.remediation,
         next_steps=u.next_steps, counter=(), signature=signature_of("unknown", "unknown", None, case),
-        trace=tuple(trace), collect=tuple(collect), commands=u.commands, steps=u.steps)
+        trace=tuple(trace), collect=tuple(collect), commands=u.commands, steps=u.steps, title=u.title)

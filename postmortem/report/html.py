@@ -219,3 +219,8 @@ def _markup(text: str):
 def _short(text: str, width: int) -> str:
     text = text or ""
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def write(a: Analysis, out, options) -> None:
+    """The registry's interface (postmortem.report.RENDERERS)."""
+    out.write(render(a, bundle_path=options.bundle_path))

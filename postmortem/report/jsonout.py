@@ -74,7 +74,7 @@ def to_dict(a: Analysis) -> dict[str, Any]:
         "tool": {"name": "postmortem", "version": __version__},
         "bundle": a.case.name,
         "verdict": {
-            "category": v.category.value, "cause": v.cause, "confidence": v.confidence,
+            "category": v.category.value, "cause": v.cause, "title": v.title, "confidence": v.confidence,
             "summary": v.summary, "explanation": v.explanation,
             "evidence": [ref_json(r) for r in (v.root.evidence if v.root else ())],
             "root": finding_json(v.root) if v.root else None,
@@ -100,3 +100,8 @@ def to_dict(a: Analysis) -> dict[str, Any]:
 
 def render(a: Analysis) -> str:
     return json.dumps(to_dict(a), indent=2, ensure_ascii=False, default=str)
+
+
+def write(a: Analysis, out, options) -> None:
+    """The registry's interface (postmortem.report.RENDERERS)."""
+    out.write(render(a) + "\n")

@@ -16,8 +16,8 @@ _ESCAPES = re.compile(
     r"|\x1b[@-Z\\-_]"                     # other two-byte escapes
     r"|\x1b"                              # a lone ESC left over
     r"|[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
-# Bidirectional overrides can make a line read differently from what it holds.
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+# Bidirectional controls and marks can make a line read differently from what it holds.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def strip_escapes(text: str) -> str:
@@ -34,10 +34,24 @@ def short(text: str, width: int = 160) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-# Markdown: characters that start emphasis, links, HTML, entities, headings, tables or code
-# anywhere in a line (brackets escaped is enough to stop a link), and list or quote
-# markers at its start.
-_MARKDOWN_ACTIVE = re.compile(r"([\\`*_\[\]<>&#|~])")
+def terminal_text(text: str, width: int = 1000) -> str:
+    """The terminal's one escaping function: every bundle-derived string (lines, file and
+    host names, paths) goes through it before it is printed — C0/C1 controls, ESC
+    sequences and bidi controls removed, line breaks made visible, length capped."""
+    return short(text or "", width)
+
+
+def code_spans(text: str) -> list[tuple[str, bool]]:
+    """Knowledge text marks commands with `backticks`: split it into (text, is_code) parts."""
+    parts = re.split(r"`([^`]+)`", text)
+    return [(part, i % 2 == 1) for i, part in enumerate(parts) if part]
+
+
+# Markdown: any ASCII punctuation may be backslash-escaped (CommonMark §2.4).  Escaped
+# here: what starts emphasis, links, images, HTML, entities, headings, tables or code, and
+# what autolinks and GFM's linkify need unescaped (`www.`, `http:`, `a@b.c`: `.`, `:`,
+# `@`); list or quote markers are escaped at a line's start.
+_MARKDOWN_ACTIVE = re.compile(r"([\\`*_\[\]<>&#|~!:.@])")
 _MARKDOWN_LIST_START = re.compile(r"^([-+>=])|^(\d+)([.)])")
 
 
@@ -57,3 +71,12 @@ def markdown_code(text: str, width: int = 200) -> str:
     fence = "`" * (longest + 1)
     padded = longest or text.startswith((" ", "`")) or text.endswith((" ", "`"))
     return f"{fence} {text} {fence}" if padded else f"{fence}{text}{fence}"
+
+
+def markdown_block(lines: list[str], width: int = 300) -> str:
+    """Bundle text as a fenced code block: nothing inside is Markdown.  The fence is longer
+    than any backtick run in the text, so no line can close it early."""
+    body = [short(line, width) for line in lines]
+    longest = max((len(run) for line in body for run in re.findall(r"`+", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return "\n".join([fence + "text", *body, fence]) + "\n"

@@ -18,9 +18,15 @@ import sys
 from pathlib import Path
 
 EXIT_OK, EXIT_USAGE, EXIT_FAIL_ON = 0, 2, 3
+BUNDLE_SECONDS = 60.0   # postmortem.triage.work.BUNDLE_SECONDS (not imported here: --help stays light)
 DEFAULT_OUT = Path("reports") / "triage"
 
-EPILOG = """exit status:
+EPILOG = """examples:
+  postmortem triage /data/crashes/2026-11-29/                          group a night's bundles
+  postmortem triage new/ --baseline reports/triage/triage.json --fail-on new
+  postmortem triage bundles/ --jobs 8 --out reports/nightly -q
+
+exit status:
   0  triage completed and the --fail-on condition (if any) does not hold
   3  the --fail-on condition holds:
        new       a group whose signature is not in the --baseline (every group when there is none)
@@ -28,7 +34,8 @@ EPILOG = """exit status:
        any       any bundle with a verdict other than unknown, or any bundle that could not be analysed
   2  usage error (a DIR that is not a folder, an unreadable --baseline, an unreachable --dask scheduler)
   1  internal error
-A bundle that cannot be analysed never stops the batch: it forms its own group, signature error:<reason>."""
+A bundle that cannot be analysed never stops the batch: it forms its own group, signature error:<reason>;
+a bundle that uses up its --time-limit forms the group 'timeout'."""
 
 
 def _jobs(text: str) -> int:
@@ -38,6 +45,16 @@ def _jobs(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if n < 1:
         raise argparse.ArgumentTypeError("must be 1 or more")
+    return n
+
+
+def _seconds(text: str) -> float:
+    try:
+        n = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if n < 0 or n != n:
+        raise argparse.ArgumentTypeError("must be 0 (no limit) or more")
     return n
 
 
@@ -59,6 +76,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", metavar="FILE", action="append", type=Path, default=[],
                    help="extra knowledge file (TOML)")
     p.add_argument("--no-reports", action="store_true", help="skip the per-bundle HTML reports")
+    p.add_argument("--time-limit", type=_seconds, default=BUNDLE_SECONDS, metavar="SECONDS",
+                   help=f"time budget of one bundle (default {BUNDLE_SECONDS:g}); a bundle that uses it up "
+                        "forms the group 'timeout'; 0 for no limit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary on stdout")
 
 
@@ -73,7 +93,8 @@ def main(args: argparse.Namespace) -> int:
         _check_rules(args.rules)
     except (DiscoveryError, group.BaselineError, ValueError) as exc:
         return _usage(str(exc))
-    settings = Settings(tz=args.tz, rules=tuple(str(r) for r in args.rules), html=not args.no_reports)
+    settings = Settings(tz=args.tz, rules=tuple(str(r) for r in args.rules), html=not args.no_reports,
+                        time_limit=args.time_limit or None)
     try:
         results = _run(tasks, settings, args, execute)
     except execute.ClusterError as exc:

@@ -6,7 +6,8 @@ becomes an error result for its bundle, never an exception for the batch.
 from __future__ import annotations
 
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import itertools
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
@@ -14,6 +15,7 @@ from postmortem.triage.discover import Task
 from postmortem.triage.work import BundleResult, Settings, analyse_one, error_result
 
 DASK_CONNECT_TIMEOUT = "15s"
+IN_FLIGHT_PER_JOB = 2   # tasks submitted ahead per worker: enough to keep workers busy
 DASK_RETRIES = 2      # a worker lost mid-task (restarted nanny) should not cost its bundles
 
 
@@ -26,10 +28,23 @@ def run_local(tasks: list[Task], settings: Settings, jobs: int) -> Iterator[Bund
         for task in tasks:
             yield analyse_one(task, settings)
         return
+    # A bounded window of submitted tasks, each future dropped once its result is handed on:
+    # the parent's memory stays flat however many bundles the batch holds.
+    window = jobs * IN_FLIGHT_PER_JOB
+    pending: dict = {}
+    queue = iter(tasks)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(analyse_one, task, settings): task for task in tasks}
-        for future in as_completed(futures):
-            yield _result(future, futures[future])
+        for task in itertools.islice(queue, window):
+            pending[pool.submit(analyse_one, task, settings)] = task
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                task = pending.pop(future)
+                result = _result(future, task)
+                del future
+                for nxt in itertools.islice(queue, 1):
+                    pending[pool.submit(analyse_one, nxt, settings)] = nxt
+                yield result
 
 
 def run_dask(tasks: list[Task], settings: Settings, address: str) -> Iterator[BundleResult]:
@@ -45,7 +60,7 @@ def run_dask(tasks: list[Task], settings: Settings, address: str) -> Iterator[Bu
     try:
         futures = {client.submit(analyse_one, task, settings, pure=False, retries=DASK_RETRIES): task for task in tasks}
         for future in dask_completed(list(futures)):
-            yield _result(future, futures[future])
+            yield _result(future, futures.pop(future))   # dropped once handed on
     finally:
         client.close()
 

@@ -34,8 +34,10 @@ def load_baseline(path: Path) -> dict[str, Any]:
 def build(results: list[BundleResult], inputs: list[str], baseline: dict[str, Any] | None = None,
           baseline_path: str | None = None) -> dict[str, Any]:
     before = _baseline_groups(baseline)
-    groups = [_group(sig, members, before) for sig, members in _by_signature(results).items()]
-    groups.sort(key=lambda g: (-g["count"], g["signature"]))
+    once_gone = _baseline_gone(baseline)
+    groups = [_group(sig, members, before, once_gone) for sig, members in _by_signature(results).items()]
+    # An issue list: what needs a look first (regressed, new), then the biggest.
+    groups.sort(key=lambda g: (not g["regressed"], not g["new"], -g["count"], g["signature"]))
     current = {g["signature"] for g in groups}
     gone = [_gone(g) for sig, g in sorted((before or {}).items()) if sig not in current]
     return {
@@ -47,6 +49,7 @@ def build(results: list[BundleResult], inputs: list[str], baseline: dict[str, An
         "baseline": _baseline_info(baseline, baseline_path),
         "totals": _totals(results, groups, gone),
         "groups": groups,
+        "causes": roll_up(groups),
         "gone": gone,
         "lemon_nodes": lemon_nodes(results),
         "bundles": [_bundle(r) for r in sorted(results, key=lambda r: r.name)],
@@ -60,9 +63,12 @@ def _by_signature(results: list[BundleResult]) -> dict[str, list[BundleResult]]:
     return grouped
 
 
-def _group(signature: str, members: list[BundleResult], before: dict[str, dict]) -> dict[str, Any]:
-    members = sorted(members, key=lambda r: (r.seen or "", r.name))
-    seen = [r.seen for r in members if r.seen]
+def _group(signature: str, members: list[BundleResult], before: dict[str, dict] | None,
+           once_gone: set[str]) -> dict[str, Any]:
+    members = sorted(members, key=lambda r: (r.crash_time or r.seen or "", r.name))
+    # First and last seen are crash times only: a boot time or a file's time says when a
+    # log was written or copied, not when the job died.
+    seen = [r.crash_time for r in members if r.crash_time]
     gpus = Counter(g for r in members for g in r.gpus)
     first = members[0]
     return {
@@ -71,6 +77,8 @@ def _group(signature: str, members: list[BundleResult], before: dict[str, dict])
         "cause": first.cause,
         "count": len(members),
         "new": signature not in before if before is not None else True,
+        # Gone in the baseline's own comparison, and back now: Sentry's "regressed".
+        "regressed": signature in once_gone and (before is None or signature not in before),
         "first_seen": min(seen) if seen else None,
         "last_seen": max(seen) if seen else None,
         "hosts": sorted({h for r in members for h in r.hosts}),
@@ -83,6 +91,25 @@ def _group(signature: str, members: list[BundleResult], before: dict[str, dict])
         "names": [r.name for r in members],
         "examples": [r.name for r in members[:EXAMPLES]],
     }
+
+
+def roll_up(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Groups rolled up by cause: one line per cause, its signatures under it (in group
+    order, so new and regressed ones come first)."""
+    by_cause: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for g in groups:
+        by_cause[(g["category"], g["cause"])].append(g)
+    out = []
+    for (category, cause), gs in by_cause.items():
+        firsts = [g["first_seen"] for g in gs if g["first_seen"]]
+        lasts = [g["last_seen"] for g in gs if g["last_seen"]]
+        out.append({"category": category, "cause": cause, "count": sum(g["count"] for g in gs),
+                    "new": sum(1 for g in gs if g["new"]), "regressed": sum(1 for g in gs if g["regressed"]),
+                    "first_seen": min(firsts) if firsts else None, "last_seen": max(lasts) if lasts else None,
+                    "hosts": sorted({h for g in gs for h in g["hosts"]}),
+                    "signatures": [g["signature"] for g in gs]})
+    out.sort(key=lambda c: (not c["regressed"], not c["new"], -c["count"], c["cause"]))
+    return out
 
 
 def gpu_spread(gpus: Counter) -> str:
@@ -117,6 +144,12 @@ def _baseline_groups(baseline: dict[str, Any] | None) -> dict[str, dict] | None:
     return {g["signature"]: g for g in baseline.get("groups", []) if isinstance(g, dict) and "signature" in g}
 
 
+def _baseline_gone(baseline: dict[str, Any] | None) -> set[str]:
+    if baseline is None:
+        return set()
+    return {g["signature"] for g in baseline.get("gone", []) if isinstance(g, dict) and "signature" in g}
+
+
 def _baseline_info(baseline: dict[str, Any] | None, path: str | None) -> dict[str, Any] | None:
     if baseline is None:
         return None
@@ -134,13 +167,16 @@ def _totals(results: list[BundleResult], groups: list[dict], gone: list[dict]) -
             "errors": sum(1 for r in results if r.error is not None),
             "hardware": sum(1 for r in results if r.category == "hardware"),
             "unknown": sum(1 for r in results if r.category == "unknown"),
-            "new": sum(1 for g in groups if g["new"]), "gone": len(gone)}
+            "new": sum(1 for g in groups if g["new"]), "gone": len(gone),
+            "regressed": sum(1 for g in groups if g["regressed"]),
+            "timeouts": sum(1 for r in results if r.timed_out), "causes": len({g["cause"] for g in groups})}
 
 
 def _bundle(r: BundleResult) -> dict[str, Any]:
     return {"name": r.name, "path": r.path, "signature": r.signature, "category": r.category,
             "cause": r.cause, "confidence": r.confidence, "summary": r.summary, "hosts": list(r.hosts),
-            "gpus": list(r.gpus), "seen": r.seen, "seen_basis": r.seen_basis, "error": r.error,
+            "gpus": list(r.gpus), "seen": r.seen, "seen_basis": r.seen_basis, "crash_time": r.crash_time,
+            "timed_out": r.timed_out, "error": r.error,
             "report": None if r.error is not None else f"bundles/{r.name}.html", "seconds": r.seconds}
 
 

@@ -12,7 +12,11 @@ from tests.report.reports import BUNDLES, analysis
 def test_fits_a_ticket(name):
     text = markdown.render(analysis(name))
     assert len(text) <= markdown.MAX_CHARS
-    assert text.startswith(f"## postmortem: {analysis(name).verdict.category.value} / `")
+    v = analysis(name).verdict
+    assert text.startswith(f"## postmortem: {v.category.value} / `{v.cause}`")
+    # The ticket leads with the facts a reader looks for first, before any evidence.
+    facts = text.split("\n\n")[2]
+    assert "**host**" in facts and "**crash time**" in facts and "**bundle**" in facts
     assert "Signature:" in text
 
 
@@ -32,6 +36,6 @@ def test_code_span_keeps_backticks_verbatim():
 
 
 def test_prose_escapes_active_characters():
-    assert markdown_text("**x** [a](http://e) <b> |t| #h") == r"\*\*x\*\* \[a\](http://e) \<b\> \|t\| \#h"
+    assert markdown_text("**x** [a](http://e) <b> |t| #h") == r"\*\*x\*\* \[a\](http\://e) \<b\> \|t\| \#h"
     assert markdown_text("- item") == r"\- item"
     assert markdown_text("1. item") == r"1\. item"

@@ -8,8 +8,10 @@ root versus symptom.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from datetime import datetime
+from importlib import resources
 from typing import Iterable
 
 from postmortem import signals
@@ -37,13 +39,28 @@ def _repeat(weight: float, n: int) -> float:
     """Support from n lines saying the same thing: more lines add a little, not a lot."""
     return 1 - (1 - weight) * (LIMIT.repeat_factor ** max(0, min(n, LIMIT.repeat_max) - 1))
 
+@functools.cache
+def _separators() -> tuple[re.Pattern[str], ...]:
+    text = resources.files("postmortem.knowledge").joinpath("separators.txt").read_text(encoding="utf-8")
+    return tuple(re.compile(line.strip()) for line in text.splitlines() if line.strip() and not line.startswith("#"))
+
+def says_something(ref: Ref) -> bool:
+    """False for banners and headers (knowledge/separators.txt) that only frame evidence."""
+    text = ref.text[:400]
+    return not any(p.search(text) for p in _separators())
+
+def _telling(refs: tuple[Ref, ...]) -> tuple[Ref, ...]:
+    """The refs that say something, or all of them when none does (a claim keeps a citation)."""
+    kept = tuple(r for r in refs if says_something(r))
+    return kept or refs
+
 def finding(k: Knowledge, cause: str, weight: float, rule: str, summary: str, events: list[Event],
             role: str = "root", discriminator: str = "", extra_refs: tuple[Ref, ...] = (),
             strength: str = "", signal: str = "") -> Finding:
     seq, at, last = _span(events)
     category = Category(k.causes[cause].category) if cause in k.causes else Category.UNKNOWN
     return Finding(cause=cause, category=category, confidence=round(min(weight, LIMIT.max_confidence), 3), rule=rule,
-                   summary=summary, evidence=_refs(events) + extra_refs, first_seq=seq, first_at=at, last_at=last,
+                   summary=summary, evidence=_telling(_refs(events) + extra_refs), first_seq=seq, first_at=at, last_at=last,
                    discriminator=discriminator, role=role, strength=strength, signal=signal)
 
 def sign_finding(k: Knowledge, sign: Signal, rule: str, summary: str, events: list[Event], discriminator: str = "",

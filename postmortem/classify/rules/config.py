@@ -47,7 +47,7 @@ class SigbusContext(Rule):
         signs: list[tuple[object, str, tuple[Ref, ...]]] = []
         nccl_stacks = _stack_mentions(case.stacks, NCCL_FRAME)
         if nccl_stacks:
-            signs.append((SIGN.sigbus_in_nccl_code, "the SIGBUS hit inside NCCL code: NCCL's shared-memory segments live in /dev/shm, "
+            signs.append((SIGN.sigbus_in_nccl_code, "it hit inside NCCL code: NCCL's shared-memory segments live in /dev/shm, "
                                 "and an undersized /dev/shm surfaces as SIGBUS on first touch", (nccl_stacks[0].ref,)))
         shm_stacks = _stack_mentions(case.stacks, SHM_FRAME)
         if shm_stacks:
@@ -67,7 +67,7 @@ class SigbusContext(Rule):
         refs = tuple(r for _, _, rs in signs for r in rs)
         trace.append(f"{self.id}: SIGBUS with {len(signs)} shm sign(s): " + "; ".join(t for _, t, _ in signs))
         # The death by SIGBUS and each place it points at are separate observations.
-        return [sign_finding(k, signs[0][0], self.id, "SIGBUS: " + "; ".join(t for _, t, _ in signs),
+        return [sign_finding(k, signs[0][0], self.id, "a process died of SIGBUS; " + "; ".join(t for _, t, _ in signs),
                              buses, "SIGBUS", extra_refs=refs, weight=w,
                              combined=(*(s for s, _, _ in signs[1:]), SIGN.sigbus_unlocated))]
 

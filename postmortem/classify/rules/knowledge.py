@@ -28,7 +28,8 @@ class KnownMessages(Rule):
             if m is None or m.cause in ("", "xid") or m.weight <= 0:
                 continue
             w = min(_repeat(m.weight, len(events)), m.weight_cap)
-            summary = f"{len(events)} line(s) matching '{m.id}' ({k.causes[m.cause].title})"
+            # What the line itself said (the headline adds the cause's title; never the pattern id).
+            summary = " ".join(events[0].text.split())[:200] + (f" (×{len(events)})" if len(events) > 1 else "")
             trace.append(f"{self.id}: {m.id} x{len(events)} -> {m.cause} ({w:.2f}), first at {events[0].ref.describe()}")
             out.append(finding(k, m.cause, w, self.id, summary, events, m.role, discriminator=m.id,
                                strength=m.strength, signal=f"{_PATTERN_KINDS_PREFIX}{m.id}"))
