@@ -173,7 +173,7 @@ def join_identities(events: list[Event]) -> list[Event]:
         if e.pid is None or e.kind not in _RANK_SOURCES:
             continue
         r = e.rank if e.rank is not None else e.data.get("rank")
-        if not isinstance(r, int) and e.kind == "launcher.exit" and len(named_hosts) <= 1:
+        if not isinstance(r, int) and e.kind in ("launcher.exit", "launcher.spawned") and len(named_hosts) <= 1:
             r = e.data.get("local_rank")  # one node: local rank is the rank
         if isinstance(r, int) and not isinstance(r, bool):
             ranks[(host_of(e), e.pid)].add(r)

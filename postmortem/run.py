@@ -100,6 +100,9 @@ def _read_entry(entry: bundle.Entry, got: _Collected, options: Options, k) -> Ar
                 stream = io.BufferedReader(stream)  # type: ignore[arg-type]
                 head = stream.peek(bundle.SNIFF_BYTES)[: bundle.SNIFF_BYTES]
             kind = bundle.sniff(head)
+            codec = kind == "binary" and compressed_codec(head)
+            if codec:
+                return _read_compressed(entry, codec, got, options, base, k)
             if kind == "gzip":
                 inner = bundle.gunzip(stream, entry.path)
                 try:
@@ -117,12 +120,40 @@ def _read_entry(entry: bundle.Entry, got: _Collected, options: Options, k) -> Ar
                         message=f"{type(exc).__name__}: {exc}", **base)
 
 
+def compressed_codec(head: bytes) -> str | None:
+    from postmortem.core.compressed import codec_of
+
+    return codec_of(head)
+
+
+def _read_compressed(entry, codec: str, got: _Collected, options: Options, base: dict, k) -> Artifact:
+    """zstd, lz4 or xz (systemd-coredump's ways of storing cores): read through a seekable,
+    budgeted decompressor, like a gzip member."""
+    from postmortem.core import compressed
+
+    why_not = compressed.missing_module(codec)
+    if why_not:
+        return Artifact(kind=f"binary ({codec})", status=ArtifactStatus.SKIPPED, message=why_not, **base)
+    with compressed.Decompressed(entry.open, codec, entry.path) as raw:
+        stream = io.BufferedReader(raw)
+        try:
+            inner_head = stream.peek(bundle.SNIFF_BYTES)[: bundle.SNIFF_BYTES]
+        except Exception as exc:  # noqa: BLE001 - any decompressor's error on bad data
+            return Artifact(kind=codec, status=ArtifactStatus.ERROR,
+                            message=f"compressed data is cut or corrupt ({type(exc).__name__}: {exc})", **base)
+        kind = bundle.sniff(inner_head)
+        if kind == "core":
+            return _read_core(entry, raw, got, options, base, f"core ({codec})")
+        return _read_content(entry, stream, kind, got, options, base, k, compressed=True,
+                             encoding=bundle.text_encoding(inner_head), codec=codec)
+
+
 def _read_content(entry, stream, kind: str, got: _Collected, options: Options, base: dict, k,
-                  compressed: bool, encoding: str | None = None) -> Artifact:
-    label = f"{kind} (gzip)" if compressed else kind
+                  compressed: bool, encoding: str | None = None, codec: str = "gzip") -> Artifact:
+    label = f"{kind} ({codec})" if compressed else kind
     if kind == "text":
         if encoding:
-            label = f"text ({encoding})" + (" (gzip)" if compressed else "")
+            label = f"text ({encoding})" + (f" ({codec})" if compressed else "")
         lines = bundle.iter_lines(stream, got.meter, encoding)
         result = parse_text(entry.path, lines, host=entry.host, k=k, counter=got.counter, meter=got.meter)
         got.events.extend(result.sink.events)
@@ -168,7 +199,7 @@ def _add_gdb_backtrace(entry, result, got: _Collected, label: str) -> str:
     from postmortem import core
     from postmortem.core.gdb import executable_in_bundle
 
-    if entry.disk_path is None or "gzip" in label:
+    if entry.disk_path is None or label != "core":
         return "--gdb: gdb needs the core as an uncompressed file in a directory bundle"
     exe_names = [str(f.value) for f in result.facts if f.name in ("core.exe", "core.execfn") and f.value]
     exe = executable_in_bundle(_bundle_folders(entry), exe_names)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import random
 import re
 import shutil
+import struct
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -310,3 +312,109 @@ def test_gdb_backtrace_runs(tmp_path):
     core.write_bytes(core_bytes("threads-segv"))
     text = gdb_backtrace(core, CORES / "crash", timeout=60)
     assert text is not None and "LWP" in text and "#0" in text
+
+
+# --------------------------------------------------------------------------- hostile cores
+# Deliberately hostile input generated at test time: ELF core headers written here, the rest
+# a sparse hole.  Timings of the same cases are printed by bench/hostile_cores.py.
+
+def hostile_core(path: Path, phnum: int, phdrs: bytes = b"", xnum: int | None = None,
+                 size: int = 0) -> Path:
+    """An ET_CORE x86-64 header, its program headers at 64, PN_XNUM's count in section 0."""
+    shoff = 64 + len(phdrs) + 64 if xnum is not None else 0
+    header = (b"\x7fELF\x02\x01\x01" + bytes(9)
+              + struct.pack("<HHIQQQIHHHHHH", 4, 62, 1, 0, 64, shoff, 0, 64, 56,
+                            0xFFFF if xnum is not None else phnum, 64, 1 if xnum is not None else 0, 0))
+    data = header + phdrs
+    if xnum is not None:
+        data += bytes(shoff - len(data)) + struct.pack("<IIQQQQIIQQ", 0, 0, 0, 0, 0, 0, 0, xnum, 0, 0)
+    with open(path, "wb") as f:
+        f.write(data)
+        f.truncate(max(size, len(data)))
+    return path
+
+
+def read_hostile(path: Path) -> CoreResult:
+    with open(path, "rb") as f:
+        return read_core(f, path.name)
+
+
+def test_pn_xnum_claiming_60_million_program_headers_is_capped(tmp_path):
+    core = hostile_core(tmp_path / "core", 0, xnum=60_000_000, size=60_000_000 * 56 + 16384)
+    result = read_hostile(core)
+    assert any("60000000 program headers" in p and "only the first" in p for p in result.problems)
+    assert not result.events
+
+
+def note_segment(offset: int, size: int) -> bytes:
+    return struct.pack("<IIQQQQQQ", 4, 0, offset, 0, 0, size, 0, 4)
+
+
+def test_millions_of_empty_notes_are_capped(tmp_path):
+    # 22 M empty notes (12 zero bytes each) in one PT_NOTE: over the byte budget, not read.
+    big = hostile_core(tmp_path / "big", 1, note_segment(4096, 22_000_000 * 12), size=4096 + 22_000_000 * 12)
+    assert any("ignored" in p for p in read_hostile(big).problems)
+    # Within the byte budget, the note count stops the walk.
+    many = hostile_core(tmp_path / "many", 1, note_segment(4096, 4_000_000 * 12), size=4096 + 4_000_000 * 12)
+    assert any("notes: the rest are not read" in p for p in read_hostile(many).problems)
+
+
+def test_many_note_segments_on_the_same_bytes_are_read_once(tmp_path):
+    same = b"".join(note_segment(8 << 20, 1 << 20) for _ in range(65_534))
+    core = hostile_core(tmp_path / "same", 65_534, same, size=9 << 20)
+    result = read_hostile(core)
+    assert not any("notes: the rest" in p for p in result.problems)
+    # Shifted by 4 bytes each: all distinct, so the byte budget stops them.
+    shifted = b"".join(note_segment((8 << 20) + 4 * i, 1 << 20) for i in range(65_534))
+    core = hostile_core(tmp_path / "shifted", 65_534, shifted, size=10 << 20)
+    assert any("MiB in all" in p or "notes: the rest" in p for p in read_hostile(core).problems)
+
+
+# --------------------------------------------------------------------------- compressed cores
+# segv-maperr.core.{zst,lz4,xz}: the real core stored as systemd-coredump stores cores
+# (fixtures/cores/make_compressed.sh).
+
+@pytest.mark.parametrize("suffix,module", [("zst", "zstandard"), ("lz4", "lz4"), ("xz", "lzma")])
+def test_compressed_cores_read_like_the_plain_core(suffix, module):
+    pytest.importorskip(module)
+    from postmortem.core.compressed import Decompressed, codec_of
+
+    path = CORES / f"segv-maperr.core.{suffix}"
+    codec = codec_of(path.read_bytes()[:8])
+    assert codec == {"zst": "zstd", "lz4": "lz4", "xz": "xz"}[suffix]
+    with Decompressed(lambda: open(path, "rb"), codec, path.name) as raw:
+        packed = read_core(raw, "core")
+    plain = read_core(io.BytesIO(core_bytes("segv-maperr")), "core")
+    assert not packed.truncated and packed.events and packed.stacks
+    assert (packed.events, packed.stacks, packed.facts) == (plain.events, plain.stacks, plain.facts)
+
+
+def test_analyze_reads_a_zstd_core_by_its_magic_not_its_name(tmp_path):
+    pytest.importorskip("zstandard")
+    from conftest import run_cli
+
+    (tmp_path / "core.python.1234").write_bytes((CORES / "segv-maperr.core.zst").read_bytes())
+    r = run_cli("analyze", str(tmp_path), "--json", "-", "--html", "-")
+    assert r.returncode == 0, r.stderr
+    v = json.loads(r.stdout)
+    (art,) = v["artifacts"]
+    assert art["kind"] == "core (zstd)" and art["status"] == "ok"
+    assert any(e["kind"] == "core.signal" and "SEGV_MAPERR" in e["text"] for e in v["timeline"])
+
+
+def test_a_zstd_bomb_is_bounded_by_the_budget():
+    # Deliberately hostile input generated at test time: a real core whose PT_LOAD claims
+    # 100 GB beyond it, then 64 MiB of zeros, compressed: reading stops at the budget.
+    zstandard = pytest.importorskip("zstandard")
+    from postmortem.core.compressed import Decompressed
+
+    data = bytearray(core_bytes("segv-maperr"))
+    phoff = struct.unpack_from("<Q", data, 32)[0]
+    struct.pack_into("<Q", data, phoff + 32, 100 << 30)        # first segment's p_filesz
+    bomb = zstandard.ZstdCompressor().compress(bytes(data) + bytes(64 << 20))
+    assert len(bomb) < (1 << 20)
+    with Decompressed(lambda: io.BytesIO(bomb), "zstd", "bomb", budget=16 << 20) as raw:
+        result = read_core(raw, "bomb")
+        assert raw.spent <= 16 << 20
+    assert result.truncated
+    assert any("MiB decompressed" in p for p in result.problems)

@@ -79,3 +79,41 @@ def test_without_a_launcher_start_nothing_is_history(tmp_path):
     (b / "train.log").write_text("\n".join(l for l in lines if "torch/distributed/run.py" not in l) + "\n")
     a = analyze(b)
     assert not any(e.data.get("context") == "kernel history before the job" for e in a.case.events)
+
+
+def _launcher_events(lines: list[str]):
+    from postmortem.parsers.base import Line, Sink
+    from postmortem.parsers.launcher import LauncherParser
+
+    sink = Sink()
+    parser = LauncherParser("t.log", sink)
+    for n, text in enumerate(lines, 1):
+        if parser.wants(Line("t.log", n, text, text)):
+            parser.feed(Line("t.log", n, text, text))
+    parser.finish()
+    return sink.events
+
+
+def test_only_start_lines_open_the_window():
+    """torchrun's elastic/ modules also log mid-run (restarts): such a line first in a log
+    tail must not open the job's window there."""
+    mid_run = ("I1129 08:40:19.828000 24576 torch/distributed/elastic/agent/server/api.py:712] "
+               "[default] Worker group FAILED. 3/3 attempts left; will restart worker group")
+    assert not [e for e in _launcher_events([mid_run]) if e.kind == "launcher.start"]
+    banner = "W1129 08:40:09.251000 24576 torch/distributed/run.py:874] *****************************************"
+    (start,) = [e for e in _launcher_events([banner, banner]) if e.kind == "launcher.start"]
+    assert start.data["agent_pid"] == 24576 and start.data["launcher"] == "torchrun"
+
+
+def test_deepspeed_start_and_spawned_lines():
+    """DeepSpeed's launcher logs with `[asctime] [LEVEL] [file:line:func] msg` (deepspeed/utils/logging.py);
+    these two lines follow launch.py's f-strings (`WORLD INFO DICT: ...`, `process N spawned with command: ...`)."""
+    events = _launcher_events([
+        "[2023-07-20 15:45:10,101] [INFO] [launch.py:145:main] WORLD INFO DICT: {'localhost': [0, 1]}",
+        "[2023-07-20 15:45:10,202] [INFO] [launch.py:253:main] process 3966 spawned with command: "
+        "['/usr/bin/python', '-u', 'train.py', '--local_rank=1']",
+    ])
+    kinds = [e.kind for e in events]
+    assert kinds == ["launcher.start", "launcher.spawned"]
+    spawned = events[1]
+    assert spawned.pid == 3966 and spawned.data["local_rank"] == 1

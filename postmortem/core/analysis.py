@@ -43,7 +43,7 @@ class Analysis:
         self.maps = MappingIndex(notes.mappings)
         self.build_ids = build_ids_of(notes.mappings, memory)
         symbols = Symbolizer(reader.search_dirs, self.build_ids, reader.problem)
-        self.unwinder = Unwinder(arch, memory, self.maps, symbols)
+        self.unwinder = Unwinder(arch, memory, self.maps, symbols, reader.problem)
 
     def result(self) -> CoreResult:
         fault = find_fault(self.notes, self.memory, self.arch, self.reader.problem)

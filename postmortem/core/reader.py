@@ -4,14 +4,19 @@ to analysis.py.  `read_core` never raises: what cannot be read becomes a problem
 """
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 from typing import Any, BinaryIO, Sequence
 
 from postmortem.core.analysis import Analysis, CoreResult
 from postmortem.core.notes import NoteReader
 from postmortem.core.stream import CoreStream, Load, Memory
-from postmortem.core.tables import ARCHES, MAX_PROBLEMS
+from postmortem.core.tables import ARCHES, MAX_PROBLEMS, MAX_PROGRAM_HEADERS
 from postmortem.model import Fact, Ref
+
+PT_LOAD, PT_NOTE = 1, 4
+PHDR_FORMAT = "<IIQQQQQQ"   # Elf64_Phdr: type, flags, offset, vaddr, paddr, filesz, memsz, align
+PHDR_SIZE = struct.calcsize(PHDR_FORMAT)
 
 
 def read_core(stream: BinaryIO, path: str, search_dirs: Sequence[Path] = ()) -> CoreResult:
@@ -56,7 +61,7 @@ class CoreReader:
         if arch is None:
             self.problem(f"unsupported machine {elf['e_machine']}: registers not decoded")
         loads, note_segments = self._segments(elf)
-        notes = NoteReader(elf, self.stream, self.problem).read(note_segments, arch)
+        notes = NoteReader(self.stream, self.problem).read(note_segments, arch)
         self.truncated = self._is_cut(loads, note_segments) or self.truncated or self.stream.cut
         if self.stream.error:
             self.problem(f"reading stopped at byte {self.stream.end_seen}: {self.stream.error}")
@@ -85,22 +90,38 @@ class CoreReader:
         return elf
 
     def _segments(self, elf: Any) -> tuple[list[Load], list[tuple[int, int]]]:
+        """PT_LOADs and the distinct PT_NOTE segments, from the program header table read raw.
+
+        At most MAX_PROGRAM_HEADERS entries are read: PN_XNUM lets a few bytes of header
+        claim billions of them."""
         loads: list[Load] = []
         notes: list[tuple[int, int]] = []
+        seen: set[tuple[int, int]] = set()
         try:
             count = elf.num_segments()
-            for i in range(count):
-                seg = elf.get_segment(i)
-                if seg["p_type"] == "PT_LOAD":
-                    loads.append(Load(seg["p_vaddr"], seg["p_memsz"], seg["p_offset"],
-                                      seg["p_filesz"], seg["p_flags"]))
-                elif seg["p_type"] == "PT_NOTE":
-                    notes.append((seg["p_offset"], seg["p_filesz"]))
         except Exception as exc:
+            self.problem(f"program header count unreadable: {type(exc).__name__}: {exc}")
+            count = 0
+        phoff, entsize = elf["e_phoff"], elf["e_phentsize"]
+        if count and entsize != PHDR_SIZE:
+            self.problem(f"program header entries of {entsize} bytes, not {PHDR_SIZE}: not read")
+            count = 0
+        if count > MAX_PROGRAM_HEADERS:
+            self.problem(f"the core claims {count} program headers; only the first "
+                         f"{MAX_PROGRAM_HEADERS} are read")
+            count = MAX_PROGRAM_HEADERS
+        table = self.stream.pread(phoff, count * PHDR_SIZE)
+        for p_type, p_flags, p_offset, p_vaddr, _, p_filesz, p_memsz, _ in struct.iter_unpack(
+                PHDR_FORMAT, table[:len(table) // PHDR_SIZE * PHDR_SIZE]):
+            if p_type == PT_LOAD:
+                loads.append(Load(p_vaddr, p_memsz, p_offset, p_filesz, p_flags))
+            elif p_type == PT_NOTE and (p_offset, p_filesz) not in seen:
+                seen.add((p_offset, p_filesz))
+                notes.append((p_offset, p_filesz))
+        if len(table) < count * PHDR_SIZE:
             self.problem(f"program headers unreadable after {len(loads) + len(notes)} "
-                         f"segments: {type(exc).__name__}: {exc}")
-            table_end = elf["e_phoff"] + elf["e_phnum"] * elf["e_phentsize"]
-            self.truncated = self.truncated or not self.stream.has_bytes_up_to(table_end)
+                         f"segments: the table is cut")
+            self.truncated = self.truncated or not self.stream.has_bytes_up_to(phoff + count * PHDR_SIZE)
         if not notes:
             self.problem("no PT_NOTE segment: no signal, threads or mappings")
         return loads, notes

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterator, Sequence
 
 from postmortem.core.notes import Mapping
-from postmortem.core.tables import MAX_SYMBOL_FILES, MAX_SYMTAB_BYTES, NT_GNU_BUILD_ID
+from postmortem.core.tables import MAX_BUILD_ID_OBJECTS, MAX_SYMBOL_FILES, MAX_SYMTAB_BYTES, NT_GNU_BUILD_ID
 
 if TYPE_CHECKING:
     from postmortem.core.stream import Memory
@@ -55,9 +55,11 @@ def mapping_offset_of(mapping: Mapping | None, addr: int | None) -> int | None:
 def build_ids_of(mappings: Sequence[Mapping], memory: "Memory") -> dict[str, str]:
     """path -> GNU build-id, for each mapped object whose ELF header page is in the core."""
     found: dict[str, str] = {}
+    tried: set[str] = set()
     for mapping in mappings:
-        if mapping.file_offset != 0 or mapping.path in found:
+        if mapping.file_offset != 0 or mapping.path in tried or len(tried) >= MAX_BUILD_ID_OBJECTS:
             continue
+        tried.add(mapping.path)
         page = memory.read(mapping.start, min(4096, mapping.end - mapping.start))
         build_id = build_id_from_header_page(page) if page else None
         if build_id:

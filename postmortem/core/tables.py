@@ -85,13 +85,19 @@ CHUNK_SIZE = 64 << 10           # stream reads are cached in chunks of this size
 CACHED_CHUNKS = 256             # ... at most this many (16 MiB)
 MAX_READ = 256 << 20            # no single read larger than this
 MAX_NOTE_SEGMENT = 256 << 20    # a PT_NOTE larger than this is garbage
-MAX_NOTE_RESTARTS = 16          # notes skipped after a decoding error, per segment
 SIGFRAME_SCAN = 256 << 10       # how far above the crashing sp to look for a signal frame
 MAX_FRAMES = 64                 # frame-pointer walk depth
 MAX_FRAME_STEP = 1 << 20        # a caller's frame further away than this is not believed
 MAX_SYMBOL_FILES = 16           # objects looked up for symbols, per core
 MAX_SYMTAB_BYTES = 64 << 20     # symbol or string tables larger than this are skipped
 MAX_PROBLEMS = 50
+# A process has at most vm.max_map_count mappings (65530 by default), one PT_LOAD each.
+MAX_PROGRAM_HEADERS = 1 << 17
+MAX_NOTES = 1 << 17             # notes decoded per core (a few per thread)
+MAX_NOTE_BYTES = 64 << 20       # note bytes read per core, all PT_NOTE segments together
+MAX_MAPPINGS = 1 << 17          # NT_FILE entries kept
+MAX_THREAD_STACKS = 1024        # threads unwound per core (all are counted)
+MAX_BUILD_ID_OBJECTS = 1024     # mapped objects whose header page is read for a build-id
 
 # --------------------------------------------------------------------------- naming
 

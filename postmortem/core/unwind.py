@@ -11,7 +11,7 @@ from postmortem.core.fault import Fault
 from postmortem.core.notes import Notes, Thread
 from postmortem.core.stream import Memory
 from postmortem.core.symbols import MappingIndex, Symbolizer
-from postmortem.core.tables import MAX_FRAME_STEP, MAX_FRAMES, Arch, si_code_name, signal_name
+from postmortem.core.tables import MAX_FRAME_STEP, MAX_FRAMES, MAX_THREAD_STACKS, Arch, si_code_name, signal_name
 from postmortem.model import Frame, Ref, Stack
 
 
@@ -19,8 +19,9 @@ class Unwinder:
     """Stacks of one core's threads, with frames named by the core's mappings and symbols."""
 
     def __init__(self, arch: Arch | None, memory: Memory, maps: MappingIndex,
-                 symbols: Symbolizer) -> None:
+                 symbols: Symbolizer, problem: Callable[[str], None]) -> None:
         self.arch = arch
+        self.problem = problem
         self.memory = memory
         self.maps = maps
         self.symbols = symbols
@@ -28,7 +29,9 @@ class Unwinder:
     def stacks(self, notes: Notes, fault: Fault | None, ref: Callable[[int], Ref]) -> Iterator[Stack]:
         if self.arch is None:
             return
-        for index, thread in enumerate(notes.threads):
+        if len(notes.threads) > MAX_THREAD_STACKS:
+            self.problem(f"{len(notes.threads)} threads: stacks of the first {MAX_THREAD_STACKS} only")
+        for index, thread in enumerate(notes.threads[:MAX_THREAD_STACKS]):
             if len(thread.regs) != self.arch.reg_count:
                 continue
             crashed = index == 0 and fault is not None

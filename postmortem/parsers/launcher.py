@@ -47,8 +47,11 @@ FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
 # strptime format of the stamp or "glog").  The first one of a file opens the job's
 # window (job.py); DeepSpeed's `process N spawned` line also ties a pid to its local rank.
 STARTS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    # torchrun's own module logs only while it starts (the OMP_NUM_THREADS banner, its config);
+    # elastic/ lines also come mid-run (restarts, failures) and would open the window late.
     ("torchrun", re.compile(r"^(?P<stamp>[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+) +(?P<pid>\d+) "
-                            r"torch/distributed/(?:run|elastic/[\w/]+|launcher/[\w/]+)\.py:\d+\]"), "glog"),
+                            r"torch/distributed/(?:run\.py:\d+\]|launcher/api\.py:\d+\] Starting elastic_operator)"),
+     "glog"),
     ("deepspeed", re.compile(r"^\[(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)\] \[[A-Z]+\] "
                              r"\[(?:launch|runner|launcher_helper)\.py:\d+:\w+\]"), "%Y-%m-%d %H:%M:%S,%f"),
     ("ray", re.compile(r"^(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)\s+INFO \S+ -- "

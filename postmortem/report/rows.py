@@ -28,10 +28,11 @@ def shape(e: Event) -> tuple[str, str]:
 
 def timeline_rows(events: Iterable[Event], keep_all_severe: bool = True) -> list[dict[str, Any]]:
     """Collapsed rows in timeline order; the events must come sorted."""
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    order: list[tuple[str, str]] = []
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    order: list[tuple[str, str, str]] = []
     for e in events:
-        key = shape(e)
+        context = str(e.data.get("context") or "")
+        key = (*shape(e), context)  # the job's own lines never fold into the history's
         row = rows.get(key)
         at = e.when.at.isoformat() if e.when and e.when.at else None
         if row is None:
@@ -40,7 +41,7 @@ def timeline_rows(events: Iterable[Event], keep_all_severe: bool = True) -> list
                 "first_ts": at, "last_ts": at, "ts_basis": e.when.basis.value if e.when else "order-only",
                 "uncertainty_s": e.when.uncertainty_s if e.when else None,
                 "ranks": [], "hosts": [], "sources": [], "first_line": e.ref.line, "first_source": e.ref.path,
-                "seq": e.seq,
+                "seq": e.seq, "context": context or None,
             }
             order.append(key)
         row["count"] += 1
