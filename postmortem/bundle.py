@@ -30,6 +30,7 @@ import io
 import lzma
 import os
 import stat
+import struct
 import sys
 import tarfile
 import zipfile
@@ -132,8 +133,10 @@ def open_bundle(path: Path, meter: Meter | None = None,
             return _single_file(path, allow_hardlinks)
     except BundleError:
         raise
-    except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, lzma.LZMAError) as exc:
-        raise BundleError(f"{path}: cannot read bundle: {exc}") from exc
+    except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, lzma.LZMAError, ValueError,
+            NotImplementedError, struct.error, OverflowError, RecursionError, IndexError, KeyError) as exc:
+        # Archive headers are bundle content: whatever the library raises on them is a bad bundle.
+        raise BundleError(f"{path}: cannot read bundle: {type(exc).__name__}: {exc}") from exc
     raise BundleError(f"{path}: not a directory, archive or regular file")
 
 
@@ -460,6 +463,8 @@ class _SafeTarInfo(tarfile.TarInfo):
             raise tarfile.ReadError("GNU sparse member described by pax headers; not supported")
         if self.type in (tarfile.XHDTYPE, tarfile.SOLARIS_XHDTYPE):
             next._apply_pax_info(pax_headers, tf.encoding, tf.errors)
+            if not isinstance(next.size, int) or next.size < 0:
+                raise tarfile.ReadError(f"pax header gives a negative or odd size ({next.size!r})")
             next.offset = self.offset
             if "size" in pax_headers:
                 offset = next.offset_data
@@ -707,10 +712,17 @@ def _scan_zip(path: Path, meter: Meter) -> tuple[list[Entry], list[Artifact]]:
             meter.note(f"the archive holds more than {limit} members; the first {limit} were read")
             break
         else:
-            mtime = datetime(*info.date_time, tzinfo=timezone.utc) if info.date_time[0] >= 1980 else None
+            mtime = _zip_mtime(info)
             shown, note = names.take(info.filename)
             entries.append(Entry(shown, info.file_size, mtime, _zip_opener(path, i), note=note))
     return _assign_hosts(entries), skipped
+
+
+def _zip_mtime(info: zipfile.ZipInfo) -> datetime | None:
+    try:
+        return datetime(*info.date_time, tzinfo=timezone.utc) if info.date_time[0] >= 1980 else None
+    except (ValueError, OverflowError):
+        return None
 
 
 def _zip_opener(archive: Path, index: int) -> Callable[[], BinaryIO]:

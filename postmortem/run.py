@@ -91,7 +91,7 @@ def _read_entry(entry: bundle.Entry, got: _Collected, options: Options, k) -> Ar
     base = dict(path=entry.path, size=entry.size, host=entry.host, mtime=entry.mtime)
     try:
         stream = entry.open()
-    except OSError as exc:
+    except Exception as exc:  # noqa: BLE001 - an archive member's header can be anything
         return Artifact(kind="unreadable", status=ArtifactStatus.ERROR, message=f"cannot open: {exc}", **base)
     try:
         with stream:

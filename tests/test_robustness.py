@@ -60,3 +60,89 @@ def test_truncated_gzip_and_tar_members(tmp_path):
     except Exception as exc:  # only the bundle-level error is allowed, with a message
         from postmortem.bundle import BundleError
         assert isinstance(exc, BundleError) and str(exc)
+
+
+# ---------------------------------------------------------------- archive reader fuzzing
+# Valid archives, then random byte edits, cuts and splices (DELIBERATELY HOSTILE, generated
+# here).  Whatever the bytes, analyze() returns an Analysis or raises BundleError with a
+# message; nothing else escapes.  A crasher found this way is kept below as a seed.
+
+def _seed_archives() -> dict[str, bytes]:
+    import zipfile
+
+    data = (ROOT / "fixtures/corpus/xid79-fell-off-bus-01/bundle/dmesg.txt").read_bytes()[:4000]
+    out = {}
+    for mode, suffix in (("w", ".tar"), ("w:gz", ".tgz")):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode=mode, format=tarfile.PAX_FORMAT) as tar:
+            for name in ("dmesg.txt", "a/" + "long" * 40 + ".log", "b.log"):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                info.pax_headers = {"comment": "x" * 50}
+                tar.addfile(info, io.BytesIO(data))
+        out[suffix] = buf.getvalue()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("dmesg.txt", data)
+        zf.writestr("b.log", data[:500])
+    out[".zip"] = buf.getvalue()
+    return out
+
+
+_SEEDS = _seed_archives()
+FUZZ_COUNT = {"inputs": 0}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from(sorted(_SEEDS)), edits=st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(0, 255)),
+                                                            max_size=12),
+       cut=st.one_of(st.none(), st.floats(0.05, 1.0)), splice=st.binary(max_size=600))
+def test_fuzzed_archives_never_raise(tmp_path_factory, kind, edits, cut, splice):
+    from postmortem.budget import Budget
+    from postmortem.bundle import BundleError
+    from postmortem.run import Options
+
+    data = bytearray(_SEEDS[kind])
+    for pos, value in edits:
+        data[pos % len(data)] = value
+    if splice:
+        at = len(splice) * 7 % len(data)
+        data[at:at] = splice
+    if cut is not None:
+        data = data[: int(len(data) * cut)]
+    p = tmp_path_factory.mktemp("f") / f"fuzz{kind}"
+    p.write_bytes(bytes(data))
+    FUZZ_COUNT["inputs"] += 1
+    try:
+        a = analyze(p, Options(budget=Budget(bytes=64 << 20, files=500)))
+    except BundleError as exc:
+        assert str(exc)
+        return
+    assert a.verdict.category.value in ("config", "comms", "hardware", "unknown")
+
+
+def test_fuzz_crashers_zip_headers(tmp_path):
+    """Crashers found by bench/fuzz_archives.py (seed 1): a local header whose name differs
+    from the central directory's, an impossible date, an unknown compression method."""
+    import zipfile
+
+    from postmortem.run import Options
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("dmesg.txt", (ROOT / "fixtures/corpus/xid79-fell-off-bus-01/bundle/dmesg.txt").read_bytes())
+        zf.writestr("b.log", b"hello\n")
+    good = buf.getvalue()
+    local_name = good.index(b"dmesg.txt")
+    central = good.rindex(b"PK\x01\x02", 0, good.rindex(b"b.log"))
+    cases = {
+        "name.zip": good[:local_name] + b"dmXsg.txt" + good[local_name + 9:],
+        "date.zip": good[:central + 12] + b"\xff\xff" + good[central + 14:],        # central mod time
+        "method.zip": good[:central + 10] + b"\x63\x00" + good[central + 12:],      # compression 99
+    }
+    for name, data in cases.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        a = analyze(p, Options())
+        assert a.verdict.category.value in ("config", "comms", "hardware", "unknown"), name
+        assert any(x.status.value == "error" for x in a.case.artifacts) or name == "date.zip", name
