@@ -12,6 +12,8 @@ are dropped when the budget runs out.
 """
 from __future__ import annotations
 
+import re
+
 from postmortem.model import Analysis
 from postmortem.report.text import markdown_block, markdown_code, markdown_text
 
@@ -19,7 +21,7 @@ MAX_CHARS = 4000
 
 
 def render(a: Analysis, report: str | None = None) -> str:
-    from postmortem.report.terminal import failing_rank, failing_stack, headline
+    from postmortem.report.terminal import crash_time, failing_rank, failing_stack, headline
 
     v = a.verdict
     head = [f"## postmortem: {v.category.value} / `{v.cause}` (confidence {v.confidence:.2f})"
@@ -28,8 +30,7 @@ def render(a: Analysis, report: str | None = None) -> str:
     s = failing_stack(a)
     host = (s.host if s else None) or ", ".join(a.hosts[:4])
     facts = [("host", markdown_code(host, 80) if host else "not named in the bundle"),
-             ("crash time", markdown_text(v.root.first_at.isoformat(sep=" ", timespec="seconds"), 40)
-              if v.root and v.root.first_at else "not known"),
+             ("crash time", markdown_text(re.sub(r"\.\d+", "", crash_time(a)).replace("T", " "), 40) if crash_time(a) else "not known"),
              ("bundle", markdown_code(a.case.name, 80))]
     rank = failing_rank(a)
     if rank is not None:
@@ -86,7 +87,10 @@ def _stack(a: Analysis) -> str:
     if s is None or not s.frames:
         return ""
     lines = ([s.title] if s.title else []) + [f"#{i} {describe_frame(f)}" for i, f in enumerate(s.frames[:5])]
-    return f"**Failing stack** ({markdown_code(s.ref.describe(), 100)})\n\n" + markdown_block(lines, 200) + "\n"
+    from postmortem.report.terminal import _is_the_roots
+
+    title = "Failing stack" if _is_the_roots(a, s) else "Stack of another process (the root's left none)"
+    return f"**{title}** ({markdown_code(s.ref.describe(), 100)})\n\n" + markdown_block(lines, 200) + "\n"
 
 
 def _commands(a: Analysis) -> str:

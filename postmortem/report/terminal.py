@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 from typing import TextIO
 
@@ -99,20 +100,45 @@ def status_line(a: Analysis, report: str | None) -> str:
     return terminal_text(line, 400)
 
 
-def failing_rank(a: Analysis) -> int | None:
-    """The failing stack's rank, else the rank of the root's first cited line."""
-    s = failing_stack(a)
-    if s is not None and s.rank is not None:
-        return s.rank
+def _root_process(a: Analysis) -> tuple[int | None, int | None]:
+    """(rank, pid) of the root's cited lines, where they name one."""
     cited = {(r.path, r.line, r.offset) for r in (a.verdict.root.evidence if a.verdict.root else ())}
-    ranks = [e.rank for e in a.case.events if e.rank is not None and (e.ref.path, e.ref.line, e.ref.offset) in cited]
-    return ranks[0] if ranks else None
+    events = [e for e in a.case.events if (e.ref.path, e.ref.line, e.ref.offset) in cited]
+    ranks = [e.rank for e in events if e.rank is not None]
+    pids = [e.pid or e.data.get("pid") for e in events if e.pid or e.data.get("pid")]
+    return (ranks[0] if ranks else None), (int(pids[0]) if pids and str(pids[0]).isdigit() else None)
+
+
+def crash_time(a: Analysis) -> str | None:
+    """When the first failure happened by a log's own clock (never a file time)."""
+    from postmortem.triage.work import crash_time as of
+
+    return of(a)
+
+
+def failing_rank(a: Analysis) -> int | None:
+    """The rank the root's cited lines name, else the failing stack's rank."""
+    rank, _ = _root_process(a)
+    if rank is not None:
+        return rank
+    s = failing_stack(a)
+    return s.rank if s is not None else None
+
+
+def _is_the_roots(a: Analysis, s: Stack) -> bool:
+    rank, pid = _root_process(a)
+    return not ((rank is not None and s.rank is not None and rank != s.rank)
+                or (pid is not None and s.pid is not None and pid != s.pid))
 
 
 def failing_stack(a: Analysis) -> Stack | None:
     from postmortem import stacks
 
     try:
+        # The root's own process first: a folder of unrelated cores has one crashing stack each.
+        own = [s for s in a.case.stacks if _is_the_roots(a, s) and (s.pid is not None or s.rank is not None)]
+        if own and any(_root_process(a)):
+            return stacks.crashing(own, a.case.events)
         return stacks.crashing(a.case.stacks, a.case.events)
     except Exception:  # noqa: BLE001 - a nicety: the verdict is printed without it
         return None
@@ -166,16 +192,19 @@ def _where(a: Analysis) -> str:
     v = a.verdict
     s = failing_stack(a)
     parts = []
-    host = (s.host if s else None) or (a.hosts[0] if len(a.hosts) == 1 else None)
+    host = (s.host if s and _is_the_roots(a, s) else None) or (a.hosts[0] if len(a.hosts) == 1 else None)
     if host:
         parts.append(f"host {host}")
     rank = failing_rank(a)
     if rank is not None:
         parts.append(f"rank {rank}")
-    if s is not None:
+    if s is not None and _is_the_roots(a, s):
         parts += [f"{name} {value}" for name, value in (("pid", s.pid), ("tid", s.tid)) if value is not None]
-    if v.root and v.root.first_at:
-        parts.append(f"at {v.root.first_at.isoformat(sep=' ', timespec='seconds')}")
+    elif _root_process(a)[1] is not None:
+        parts.append(f"pid {_root_process(a)[1]}")
+    crashed = crash_time(a)
+    if crashed:
+        parts.append("at " + re.sub(r"\.\d+", "", crashed).replace("T", " "))
     return ", ".join(parts)
 
 
@@ -188,7 +217,8 @@ def _failing(console, a: Analysis) -> None:
         return
     who = ", ".join(f"{n} {v}" for n, v in (("rank", s.rank), ("host", s.host), ("pid", s.pid), ("tid", s.tid))
                     if v is not None)
-    console.print(_text(("Failing stack", "bold"), f" ({terminal_text(who, 120)}) " if who else " ",
+    title = "Failing stack" if _is_the_roots(a, s) else "Stack of another process (the root's left none)"
+    console.print(_text((title, "bold"), f" ({terminal_text(who, 120)}) " if who else " ",
                         (f"{s.origin}, {terminal_text(s.ref.describe(), 100)}", "dim")))
     if s.title:
         console.print(_text("  ", terminal_text(s.title, 200)))
