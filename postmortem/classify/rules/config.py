@@ -171,8 +171,9 @@ class CollectiveTimeout(Rule):
         """Thread dumps (faulthandler) split into ranks busy in ordinary code and ranks
         waiting in a collective."""
         dumps = [s for s in case.stacks if s.origin == "faulthandler" and s.frames]
-        waiting = [s for s in dumps if any(COLLECTIVE_FRAME.search(f.function or "") for f in s.frames)]
-        busy = [s for s in dumps if s not in waiting]
+        waits = [any(COLLECTIVE_FRAME.search(f.function or "") for f in s.frames) for s in dumps]
+        waiting = [s for s, w in zip(dumps, waits) if w]
+        busy = [s for s, w in zip(dumps, waits) if not w]  # not `s not in waiting`: quadratic in ranks
         return busy, waiting
 
 class HighHostMemoryThenDeath(Rule):

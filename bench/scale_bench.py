@@ -1,0 +1,230 @@
+"""Speed and memory of `postmortem analyze` at any rank count, as ratios to grep (issue 17).
+
+    python bench/scale_bench.py                  # 512-rank bundle, dense, 2,000 files, one line, startup
+    python bench/scale_bench.py --big            # also the 1 GB single file (slow)
+    python bench/scale_bench.py --scaling        # also the 64 -> 8,192 ranks table
+    python bench/scale_bench.py --only ranks512  # one figure
+
+Every bundle is built in a temporary folder from real NCCL lines of the fixtures (rank
+-rewritten host:pid:tid prefixes, as bench/parse_bench.py does) and deleted afterwards:
+
+* ranks512: 512 `nccl_rank*.log` files of 3,000 real-format INFO lines each (~161 MB), one
+  real `NET/IB : Got completion ... with error` WARN on rank 171;
+* big: the same lines joined into one ~1 GB file (2,048 ranks);
+* dense: 38.5 MB of every NCCL line of the corpus (WARNs and error chains included);
+* small: 2,000 files of ~6.5 KB;
+* oneline: a bundle of one NCCL line;
+* startup: `postmortem --help` against `python -c pass`.
+
+Each figure is the real command (`postmortem analyze BUNDLE --html - --json FILE -q`) in a
+child process, timed side by side with `grep -rcE` for 5 tokens over the same files in the
+same run; peak RSS is the child's (os.wait4).  Medians of --repeat runs.  Prints figures;
+asserts nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from parse_bench import PREFIX, real_nccl_lines  # noqa: E402
+
+PM = [sys.executable, "-m", "postmortem"]
+GREP_TOKENS = "WARN|Xid|error|Error|Timeout"
+LINES_PER_RANK = 3000
+# A real NET/IB completion error (fixtures/corpus/ib-gdr-acs-01), put on one rank.
+IB_WARN = ("H100-2:19989:20082 [1] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+           "fe80::966d:ae03:8b:df78%ib0<53249> with error 4, opcode 32564, len 32564, vendor err 81 (Send)")
+BAD_RANK = 171
+
+
+def rank_lines(base: list[str], rank: int, count: int) -> list[str]:
+    host, pid = f"node{rank // 8:03d}", 10000 + rank
+    prefix = f"{host}:{pid}:{pid + 7} "
+    out = [PREFIX.sub(prefix, base[i % len(base)]) for i in range(count)]
+    if rank == BAD_RANK:
+        out.insert(count - count // 3, PREFIX.sub(prefix, IB_WARN))
+    return out
+
+
+def build_ranks(into: Path, ranks: int, lines: int = LINES_PER_RANK) -> int:
+    base = real_nccl_lines("info")
+    into.mkdir(parents=True)
+    size = 0
+    for r in range(ranks):
+        text = "\n".join(rank_lines(base, r, lines)) + "\n"
+        (into / f"nccl_rank{r}.log").write_text(text)
+        size += len(text)
+    return size
+
+
+def build_single(into: Path, ranks: int) -> int:
+    base = real_nccl_lines("info")
+    into.mkdir(parents=True)
+    size = 0
+    with open(into / "nccl.log", "w") as out:
+        for r in range(ranks):
+            text = "\n".join(rank_lines(base, r, LINES_PER_RANK)) + "\n"
+            out.write(text)
+            size += len(text)
+    return size
+
+
+def build_dense(into: Path, mb: float = 38.5) -> int:
+    base = real_nccl_lines("all")
+    into.mkdir(parents=True)
+    target, size, rank = int(mb * 1e6), 0, 0
+    with open(into / "nccl.log", "w") as out:
+        while size < target:
+            host, pid = f"node{rank // 8:03d}", 10000 + rank
+            text = "".join(PREFIX.sub(f"{host}:{pid}:{pid + 7} ", line) + "\n" for line in base)
+            out.write(text)
+            size += len(text)
+            rank += 1
+    return size
+
+
+def build_small(into: Path, files: int = 2000) -> int:
+    base = real_nccl_lines("info")
+    into.mkdir(parents=True)
+    size = 0
+    for r in range(files):
+        text = "\n".join(rank_lines(base, r, 65)) + "\n"
+        (into / f"nccl_rank{r}.log").write_text(text)
+        size += len(text)
+    return size
+
+
+def build_oneline(into: Path) -> int:
+    into.mkdir(parents=True)
+    text = PREFIX.sub("node000:10000:10007 ", real_nccl_lines("info")[0]) + "\n"
+    (into / "nccl.log").write_text(text)
+    return len(text)
+
+
+def run(cmd: list[str], cwd: Path) -> tuple[float, float, float, bytes]:
+    """(wall seconds, CPU seconds, peak RSS MiB, output) of one child process.  GNU time
+    measures the child: os.wait4's ru_maxrss can carry the parent's high-water mark
+    into a child started with vfork."""
+    stats = cwd / ".time"
+    timed = ["/usr/bin/time", "-o", str(stats), "-f", "%U %S %M"] + cmd if Path("/usr/bin/time").exists() else cmd
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(timed, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = proc.stdout.read()  # type: ignore[union-attr]
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if timed is cmd:
+        return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out
+    user, system, rss_kb = stats.read_text().split()[-3:]
+    return wall, float(user) + float(system), int(rss_kb) / 1024, out
+
+
+def median_run(cmd: list[str], cwd: Path, repeat: int) -> tuple[float, float, float, bytes]:
+    runs = [run(cmd, cwd) for _ in range(repeat)]
+    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs),
+            max(r[2] for r in runs), runs[-1][3])
+
+
+def analyze_vs_grep(name: str, bundle: Path, size: int, repeat: int, tmp: Path) -> dict:
+    out_json = tmp / f"{name}.json"
+    pm_cmd = PM + ["analyze", str(bundle), "--html", "-", "--json", str(out_json), "-q"]
+    grep_cmd = ["grep", "-rcE", GREP_TOKENS, str(bundle)]
+    t_grep, c_grep, _, _ = median_run(grep_cmd, tmp, repeat)
+    t_pm, c_pm, rss, out = median_run(pm_cmd, tmp, repeat)
+    verdict = json.loads(out_json.read_text()) if out_json.exists() else {}
+    v = verdict.get("verdict", {})
+    cited = [f"{r.get('artifact')}:{r.get('line')}" for r in v.get("evidence", [])[:1]]
+    row = {"bundle": name, "MB": size / 1e6, "pm_s": t_pm, "grep_s": t_grep, "ratio": t_pm / t_grep,
+           "pm_cpu": c_pm, "grep_cpu": c_grep, "cpu_ratio": c_pm / max(c_grep, 0.01),
+           "rss_MiB": rss, "MB_s": size / 1e6 / t_pm, "category": v.get("category"), "cause": v.get("cause"),
+           "cited": cited[0] if cited else "", "json_MB": out_json.stat().st_size / 1e6 if out_json.exists() else 0}
+    print(f"{name:9} {row['MB']:8.1f} MB  postmortem {t_pm:7.2f} s ({row['MB_s']:6.1f} MB/s)  "
+          f"grep {t_grep:6.3f} s  ratio {row['ratio']:7.1f}x  (CPU {c_pm:6.2f} s vs {c_grep:5.2f} s: "
+          f"{row['cpu_ratio']:6.1f}x)  peak RSS {rss:6.0f} MiB  "
+          f"json {row['json_MB']:.1f} MB  verdict {row['category']}/{row['cause']}  {row['cited']}", flush=True)
+    if not out_json.exists():
+        print(out.decode(errors="replace")[-2000:])
+    return row
+
+
+def startup(repeat: int, tmp: Path) -> None:
+    t_pass, _, rss_pass, _ = median_run([sys.executable, "-c", "pass"], tmp, max(repeat, 5))
+    t_help, _, rss_help, _ = median_run(PM + ["--help"], tmp, max(repeat, 5))
+    print(f"startup   python -c pass {t_pass:.3f} s ({rss_pass:.0f} MiB)  postmortem --help {t_help:.3f} s "
+          f"({rss_help:.0f} MiB)  ratio {t_help / t_pass:.1f}x", flush=True)
+    bundle = tmp / "oneline"
+    build_oneline(bundle)
+    t_one, _, rss_one, _ = median_run(PM + ["analyze", str(bundle), "--html", "-", "--json", str(tmp / "one.json"), "-q"],
+                                   tmp, max(repeat, 5))
+    print(f"oneline   analyze of a one-line bundle {t_one:.3f} s ({rss_one:.0f} MiB)  ratio to python -c pass "
+          f"{t_one / t_pass:.1f}x", flush=True)
+
+
+def scaling(repeat: int, tmp: Path, top: int) -> None:
+    """64 -> `top` ranks, 300 lines each, so the table shows growth in ranks, not in bytes."""
+    global BAD_RANK
+    print(f"scaling (ranks x 300 lines, one IB WARN on rank {BAD_RANK % 64}):")
+    print(f"{'ranks':>6} {'MB':>7} {'wall s':>8} {'CPU s':>8} {'CPU ms/rank':>9} {'RSS MiB':>8} "
+          f"{'grep ratio':>10} {'CPU ratio':>9}")
+    saved, BAD_RANK = BAD_RANK, BAD_RANK % 64
+    try:
+        ranks = 64
+        while ranks <= top:
+            bundle = tmp / f"scale{ranks}"
+            size = build_ranks(bundle, ranks, 300)
+            cmd = PM + ["analyze", str(bundle), "--html", "-", "--json", str(tmp / "scale.json"), "-q"]
+            t_grep, c_grep, _, _ = median_run(["grep", "-rcE", GREP_TOKENS, str(bundle)], tmp, repeat)
+            t, c, rss, _ = median_run(cmd, tmp, repeat)
+            print(f"{ranks:6d} {size / 1e6:7.1f} {t:8.2f} {c:8.2f} {1000 * c / ranks:9.2f} {rss:8.0f} "
+                  f"{t / t_grep:10.1f} {c / max(c_grep, 0.01):9.1f}", flush=True)
+            subprocess.run(["rm", "-rf", str(bundle)])
+            ranks *= 2
+    finally:
+        BAD_RANK = saved
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=1, help="runs per figure (median)")
+    ap.add_argument("--big", action="store_true", help="also the 1 GB single file")
+    ap.add_argument("--scaling", action="store_true", help="also the 64 -> 8,192 ranks table")
+    ap.add_argument("--top", type=int, default=8192, help="largest rank count of the scaling table")
+    ap.add_argument("--only", choices=("ranks512", "big", "dense", "small", "startup", "scaling"))
+    args = ap.parse_args()
+    want = {args.only} if args.only else {"ranks512", "dense", "small", "startup"} | (
+        {"big"} if args.big else set()) | ({"scaling"} if args.scaling else set())
+    env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, grep -rcE '{GREP_TOKENS}'"
+    print(f"# scale_bench: {env_note}; medians of {args.repeat}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="pm-scale-") as t:
+        tmp = Path(t)
+        if "ranks512" in want:
+            size = build_ranks(tmp / "ranks512", 512)
+            analyze_vs_grep("ranks512", tmp / "ranks512", size, args.repeat, tmp)
+            subprocess.run(["rm", "-rf", str(tmp / "ranks512")])
+        if "big" in want:
+            size = build_single(tmp / "big", 2048)
+            analyze_vs_grep("big", tmp / "big", size, args.repeat, tmp)
+            subprocess.run(["rm", "-rf", str(tmp / "big")])
+        if "dense" in want:
+            size = build_dense(tmp / "dense")
+            analyze_vs_grep("dense", tmp / "dense", size, args.repeat, tmp)
+        if "small" in want:
+            size = build_small(tmp / "small")
+            analyze_vs_grep("small", tmp / "small", size, args.repeat, tmp)
+        if "startup" in want:
+            startup(args.repeat, tmp)
+        if "scaling" in want:
+            scaling(args.repeat, tmp, args.top)
+
+
+if __name__ == "__main__":
+    main()

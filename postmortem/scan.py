@@ -1,0 +1,296 @@
+"""The scanning stage for big text artifacts: whole buffers, each distinct line parsed once.
+
+A 512-rank NCCL_DEBUG=INFO bundle is millions of lines that say the same few things
+(channel set-up, affinity, plugin banners), one rank after another.  Offering each of
+them to every parser and to the message matcher (parsers/__init__.py) costs microseconds
+a line.  Here a big artifact is read in large newline-aligned blocks; within a block the
+lines are split and counted by C code (str.split, dict, Counter), and each distinct line
+(a leading `[date time] ` stamp stripped for the count) is classified once, by asking the
+real parsers and the message matcher:
+
+* inert: no parser's prefilter and no known message wants it -> counted as a line;
+* routine: a plain NCCL INFO line whose repeats only add to counts (unstructured INFO,
+  channel lines) -> handed to the NCCL parser once per run, with its count;
+* anything else (WARNs, error chains, Init/network/version lines, known messages,
+  block openers of tracebacks, faulthandler, gdb ...) -> read line by line at its
+  place, with the lines after it while a parser is inside a multi-line block.
+
+Runs of inert and routine lines between two lines read one by one are counted together,
+their distinct lines handed over in the order they first appear, so events are created
+in the same order, at the same lines, with the same counts as line by line reading
+(tests/test_scan.py compares both paths on every fixture).  A block is decoded whole,
+with the same newline handling (universal newlines, over-long lines cut) and the same
+UTF-8 replacement as bundle.iter_lines.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter
+from typing import Iterable, Iterator
+
+from postmortem import bundle, knowledge
+from postmortem.budget import Meter
+from postmortem.parsers import _SEEN_CAP, PARSERS, TextResult, _offer, _safely, _wants
+from postmortem.parsers.base import Line, Sink
+from postmortem.parsers.messages import MessageMatcher
+from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain
+from postmortem.parsers.wrappers import clean, strip
+
+# Artifacts at least this big go through the scanning stage; smaller ones line by line.
+SCAN_MIN_BYTES = 64 << 10
+BLOCK_BYTES = 16 << 20    # bytes decoded at once (newline-aligned); bounds memory per file
+DISTINCT_SHARE = 0.5      # a piece with more distinct lines than this share is read line by line
+_KINDS_CAP = 1 << 18      # distinct lines whose class is remembered across blocks
+
+INERT, ROUTINE, CONTEXT, ONE_BY_ONE = 0, 1, 2, 3
+
+# NCCL 2.26+ prefixes every line with `[%F %T] ` (optionally with a fraction): repeats of
+# one line differ only there.  Digits and punctuation only, so no parser keys on it.
+_LEADING_STAMP = re.compile(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\] ", re.M)
+
+
+def _index(items: list[str], item: str, start: int) -> int | None:
+    try:
+        return items.index(item, start)
+    except ValueError:
+        return None
+
+
+def blocks(chunks: Iterable[bytes], size: int = BLOCK_BYTES) -> Iterator[bytes]:
+    """The chunks joined into pieces of about `size` bytes, each ending after a newline (or at EOF)."""
+    parts: list[bytes] = []
+    have = 0
+    for chunk in chunks:
+        parts.append(chunk)
+        have += len(chunk)
+        if have < size:
+            continue
+        data = b"".join(parts)
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            parts, have = [data], len(data)
+            continue
+        rest = data[cut + 1:]
+        parts, have = ([rest] if rest else []), len(rest)
+        yield data[: cut + 1]
+    if parts:
+        yield b"".join(parts)
+
+
+def split_lines(text: str, cap: int = bundle.MAX_LINE_CHARS) -> tuple[list[str], int]:
+    """What bundle.Lines yields for `text`, each line cleaned (no newline, no NUL), and
+    how many lines were cut at `cap` characters."""
+    if "\r" in text:  # universal newlines, as bundle.Lines
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    cut = 0
+    if lines and max(map(len, lines)) > cap:
+        cut = sum(1 for line in lines if len(line) > cap)
+        lines = [line[:cap] for line in lines]
+    return lines, cut
+
+
+class _Reader:
+    """The state of one artifact's reading: the parsers, the matcher, the block they are in."""
+
+    def __init__(self, path: str, host: str | None, k: knowledge.Knowledge | None,
+                 counter: Iterator[int] | None) -> None:
+        self.path, self.host = path, host
+        self.sink = Sink(counter=counter) if counter is not None else Sink()
+        self.parsers = [cls(path, self.sink) for cls in PARSERS]
+        self.nccl = next(p for p in self.parsers if isinstance(p, NcclParser))
+        self.matcher = MessageMatcher(path, self.sink, k)
+        self.used: set[str] = set()
+        self.in_block: list = []
+        self.n = self.unclaimed = 0
+        self.cap = bundle.MAX_LINE_CHARS
+        # Copies of one identical line read one by one; the rest counted (Budget.repeats).
+        self.repeats: int | None = None
+        self.seen: dict[int, int] = {}
+        self.repeated = 0
+        self.kinds: dict[str, tuple[int, tuple | None]] = {}
+        self.targets: dict[str, dict] = {}  # routine line -> what its repeats add to
+
+    # -- line by line, exactly as parsers.parse_text ---------------------------------------
+
+    def one(self, raw: str, no: int):
+        text, rank, wrapped_host, stamp = strip(raw)
+        line = Line(self.path, no, text, raw, wrapped_host or self.host, rank, stamp)
+        claimed_by = _offer(self.parsers, self.in_block, line, self.sink)
+        if claimed_by:
+            self.used.add(claimed_by.name)
+        elif any(_wants(self.sink, p, line) for p in self.parsers):
+            self.unclaimed += 1
+        if self.matcher.feed(line):
+            self.used.add(self.matcher.name)
+        return claimed_by
+
+    def line_by_line(self, lines: list[str], base: int) -> None:
+        repeats, seen = self.repeats, self.seen
+        for i, raw in enumerate(lines):
+            if repeats is not None and not self.in_block:  # the budget's `repeats`, as parse_text
+                h = hash(raw)
+                times = seen.get(h, 0) + 1
+                if times > repeats:
+                    self.repeated += 1
+                    continue
+                if len(seen) < _SEEN_CAP:
+                    seen[h] = times
+            self.one(raw, base + i + 1)
+
+    # -- distinct lines ---------------------------------------------------------------------
+
+    def kind(self, raw: str) -> tuple[int, tuple | None]:
+        """The class of a distinct line, and for a routine NCCL line its thread (host, pid, tid)."""
+        text, rank, wrapped_host, stamp = strip(raw)
+        if text != raw or rank is not None or wrapped_host or stamp is not None:
+            return ONE_BY_ONE, None
+        said = self.matcher.matches(text)
+        if said == 2:
+            return ONE_BY_ONE, None
+        line = Line(self.path, 0, text, raw, self.host)
+        wanted = [p for p in self.parsers if _wants(self.sink, p, line)]
+        if not wanted:
+            return (CONTEXT, None) if said else (INERT, None)
+        if wanted != [self.nccl]:
+            return ONE_BY_ONE, None
+        head, mark, msg = text.partition(_INFO_MARK)
+        m = _INFO_PREFIX.fullmatch(head) if mark else None
+        if m is None or fast_chain(msg) is not None or _ABORT.search(msg):
+            return ONE_BY_ONE, None
+        return ROUTINE, (m["host"], m["pid"], m["tid"])
+
+    def block(self, data: bytes) -> int:
+        """One newline-aligned piece of the artifact.
+
+        Read one by one: lines of other classes than inert and routine, every line while
+        a parser is inside a block or while the NCCL parser waits for the next line of a
+        thread (an error chain, a WARN), and the first line of each routine class (its
+        event).  Skipped: inert lines, and repeats of routine lines, which are counted
+        (Counter) and added to their event at the end of the piece."""
+        lines, cut = split_lines(data.decode("utf-8", "replace"), self.cap)
+        if _LEADING_STAMP.search(data) is not None:
+            keys, _ = split_lines(_LEADING_STAMP.sub(b"", data).decode("utf-8", "replace"), self.cap)
+            if len(keys) != len(lines):  # cannot happen with the anchored pattern; be safe
+                keys = lines
+        else:
+            keys = lines
+        base, total = self.n, len(lines)
+        self.n += total
+        if len(self.kinds) > _KINDS_CAP:
+            self.kinds.clear()
+            self.targets.clear()
+        kinds, targets = self.kinds, self.targets
+        first = dict(zip(reversed(keys), range(total - 1, -1, -1)))
+        if len(first) > DISTINCT_SHARE * total:  # mostly distinct: classifying them would only add work
+            self.line_by_line(lines, base)
+            return cut
+        todo: list[int] = []  # positions to read one by one while no parser waits
+        routine_here = []
+        for key, i in first.items():
+            got = kinds.get(key)
+            if got is None:
+                got = kinds[key] = self.kind(lines[i])
+            if got[0] == ONE_BY_ONE:
+                todo.append(-1 - i)  # marks the key's class: all its positions are wanted
+            elif got[0] != INERT:
+                routine_here.append(key)
+                if key not in targets:
+                    todo.append(i)
+        if any(i < 0 for i in todo):
+            wanted = {keys[-1 - i] for i in todo if i < 0}
+            todo = sorted([i for i in todo if i >= 0] + [i for i, key in enumerate(keys) if key in wanted])
+        else:
+            todo.sort()
+        processed: dict[str, int] = {}
+        nccl, matcher = self.nccl, self.matcher
+        repeats, seen = self.repeats, self.seen
+        i = t = 0
+        n_todo = len(todo)
+        while i < total:
+            if not (self.in_block or nccl._chains or nccl._last_warn):
+                while t < n_todo and todo[t] < i:
+                    t += 1
+                if t == n_todo:
+                    break
+                i = todo[t]
+            key = keys[i]
+            kind, thread = kinds[key]
+            if kind == ROUTINE or kind == CONTEXT:
+                if key in targets and not self.in_block and thread not in nccl._chains \
+                        and thread not in nccl._last_warn:
+                    i += 1
+                    continue  # a repeat: counted below
+                processed[key] = processed.get(key, 0) + 1
+                nccl.repeat_target = None
+                matcher.repeat_targets = []
+                claimed = self.one(lines[i], base + i + 1)
+                if key in targets:
+                    pass
+                elif kind == CONTEXT or claimed is nccl:
+                    found = [(data, "lines") for data in matcher.repeat_targets]
+                    if kind == ROUTINE and nccl.repeat_target is not None:
+                        data = nccl.repeat_target
+                        found.append((data, "count" if "count" in data else "channel_lines"))
+                    targets[key] = found
+                else:  # a busy parser took it: the next one makes the event
+                    nxt = _index(keys, key, i + 1)
+                    if nxt is not None:
+                        bisect.insort(todo, nxt)
+                        n_todo += 1
+            elif kind == ONE_BY_ONE or self.in_block:
+                if repeats is not None and not self.in_block:  # the budget's `repeats`, as parse_text
+                    h = hash(lines[i])
+                    times = seen.get(h, 0) + 1
+                    if times > repeats:
+                        self.repeated += 1
+                        i += 1
+                        continue
+                    if len(seen) < _SEEN_CAP:
+                        seen[h] = times
+                self.one(lines[i], base + i + 1)
+            i += 1
+        if routine_here:
+            counts = Counter(keys)
+            for key in routine_here:
+                extra = counts[key] - processed.get(key, 0)
+                if extra:
+                    for target, field in targets[key]:
+                        target[field] += extra
+        return cut
+
+    def finish(self, stopped: str = "") -> TextResult:
+        for p in self.parsers:
+            _safely(self.sink, p, p.finish)
+        return TextResult(self.sink, self.n, self.unclaimed, tuple(sorted(self.used)), self.repeated, stopped)
+
+
+def applies(entry: bundle.Entry, compressed: bool, encoding: str | None) -> bool:
+    """Big plain UTF-8 files go through the scanning stage; the rest is read line by line."""
+    return not compressed and not encoding and entry.size is not None and entry.size >= SCAN_MIN_BYTES
+
+
+def scan_text(path: str, lines: bundle.Lines, host: str | None = None, k: knowledge.Knowledge | None = None,
+              counter: Iterator[int] | None = None, meter: Meter | None = None,
+              block_bytes: int = BLOCK_BYTES) -> TextResult:
+    """Read one text artifact through the scanning stage; the same result as parse_text.
+    `lines` supplies the bytes (bundle.Lines keeps the bundle's byte and time budget and
+    notes a stream that breaks off) and receives the count of cut lines."""
+    reader = _Reader(path, host, k, counter)
+    reader.cap = lines.cap
+    reader.repeats = meter.budget.repeats if meter is not None else None
+    stopped = ""
+    for data in blocks(lines._chunks(), block_bytes):  # noqa: SLF001 - the budgeted byte source
+        if meter is not None:
+            if meter.events + len(reader.sink.events) > meter.budget.events:
+                meter.stop(f"event budget of {meter.budget.events} events reached")
+            if meter.out_of_time():
+                stopped = f"stopped at line {reader.n}: {meter.stopped}"
+                break
+        lines.cut_lines += reader.block(data)
+    return reader.finish(stopped)

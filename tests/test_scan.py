@@ -1,0 +1,132 @@
+"""The scanning stage (postmortem/scan.py) reads every fixture exactly as line by line reading does.
+
+Both paths are run on every text file of fixtures/ (the blind set excepted) and
+../shared/corpus, the scan with tiny blocks so block edges fall everywhere; events (with
+their order, lines, counts and data), stacks, facts and line counts must be identical.
+Then whole bundles are analysed both ways and their verdicts compared.
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from postmortem import bundle, run, scan
+from postmortem.parsers import parse_text
+from postmortem.parsers.nccl import PREFILTER
+
+from conftest import FIXTURES, ROOT
+
+SHARED_CORPUS = ROOT.parent.parent / "shared" / "corpus"
+if not SHARED_CORPUS.is_dir():
+    SHARED_CORPUS = Path("/work/shared/corpus")
+
+
+def _text_files() -> list[Path]:
+    roots = [FIXTURES] + ([SHARED_CORPUS] if SHARED_CORPUS.is_dir() else [])
+    out = []
+    for root in roots:
+        for p in sorted(root.rglob("*")):
+            if not p.is_file() or "frozen" in p.relative_to(root).parts:
+                continue
+            head = p.open("rb").read(bundle.SNIFF_BYTES)
+            if bundle.sniff(head) == "text":
+                out.append(p)
+    return out
+
+
+TEXT_FILES = _text_files()
+
+
+def _both(data: bytes, block: int):
+    slow_lines, fast_lines = bundle.iter_lines(io.BytesIO(data)), bundle.iter_lines(io.BytesIO(data))
+    slow = parse_text("f.log", slow_lines, host="h")
+    fast = scan.scan_text("f.log", fast_lines, host="h", block_bytes=block)
+    assert fast_lines.cut_lines == slow_lines.cut_lines
+    return slow, fast
+
+
+def _same(slow, fast) -> None:
+    assert fast.lines == slow.lines
+    assert fast.unclaimed == slow.unclaimed
+    assert fast.parsers == slow.parsers
+    assert [(e.kind, e.ref, e.text, e.stamp, e.host, e.pid, e.tid, e.rank, e.severity, dict(e.data), e.seq)
+            for e in fast.sink.events] == \
+           [(e.kind, e.ref, e.text, e.stamp, e.host, e.pid, e.tid, e.rank, e.severity, dict(e.data), e.seq)
+            for e in slow.sink.events]
+    assert fast.sink.stacks == slow.sink.stacks
+    assert fast.sink.facts == slow.sink.facts
+    assert fast.sink.problems == slow.sink.problems
+
+
+def test_fixture_set_is_not_empty():
+    assert len(TEXT_FILES) > 300
+
+
+@pytest.mark.parametrize("block,share", [(4096, 2.0), (1 << 20, 2.0), (1 << 20, scan.DISTINCT_SHARE)])
+def test_scan_reads_every_fixture_like_line_by_line(block, share, monkeypatch):
+    monkeypatch.setattr(scan, "DISTINCT_SHARE", share)  # 2.0: never fall back to line by line
+    for path in TEXT_FILES:
+        data = path.read_bytes()
+        try:
+            _same(*_both(data, block))
+        except AssertionError as exc:
+            raise AssertionError(f"{path}: {exc}") from None
+
+
+def _nccl_lines() -> list[str]:
+    lines = []
+    for path in TEXT_FILES:
+        for line in path.read_text(errors="replace").splitlines():
+            if PREFILTER.search(line):
+                lines.append(line)
+    return lines
+
+
+def test_repeated_blocks_of_real_lines_count_exactly():
+    """Real NCCL lines (WARNs and error chains included) repeated many times, with and
+    without 2.26 stamps: repeats are counted, not parsed, and the counts match."""
+    lines = _nccl_lines()
+    assert len(lines) > 300
+    body = "\n".join(lines[:240]) + "\n"
+    stamped = "".join(f"[2026-11-29 08:49:{i % 60:02d}] {line}\n" for i, line in enumerate(lines[240:480]))
+    data = (body * 5 + stamped * 3 + body).encode()
+    slow, fast = _both(data, 64 << 10)
+    _same(slow, fast)
+    counts = [e.data["count"] for e in fast.sink.events if "count" in e.data]
+    assert max(counts) >= 6
+    assert any(e.data.get("channel_lines", 0) > len(e.data["channels"]) for e in fast.sink.events
+               if e.kind == "nccl.transport")
+
+
+def test_crlf_nul_and_long_lines_read_alike():
+    lines = _nccl_lines()[:200]
+    data = ("\r\n".join(lines) + "\rlone cr\x00 line\n" + "x" * (bundle.MAX_LINE_CHARS + 10) + "\n"
+            + "\n".join(lines) + "\nno newline at the end").encode()
+    _same(*_both(data, 4096))
+
+
+def _verdict(path: Path, minimum: int, monkeypatch) -> tuple:
+    monkeypatch.setattr(scan, "SCAN_MIN_BYTES", minimum)
+    monkeypatch.setattr(scan, "DISTINCT_SHARE", 2.0)
+    a = run.analyze(path)
+    v = a.verdict
+    return (v.category, v.cause, v.confidence, v.signature,
+            tuple((r.path, r.line) for r in (v.root.evidence if v.root else ())),
+            tuple((f.cause, f.confidence) for f in v.symptoms))
+
+
+def _bundles() -> list[Path]:
+    found = {p.parent / "bundle" for p in FIXTURES.rglob("truth.json")
+             if "frozen" not in p.relative_to(FIXTURES).parts and (p.parent / "bundle").is_dir()}
+    if SHARED_CORPUS.is_dir():
+        found |= {p / "bundle" for p in SHARED_CORPUS.iterdir() if (p / "bundle").is_dir()}
+    return sorted(found)
+
+
+def test_every_fixture_verdict_is_unchanged_by_the_scan(monkeypatch):
+    bundles = _bundles()
+    assert len(bundles) > 50
+    for b in bundles:
+        assert _verdict(b, 0, monkeypatch) == _verdict(b, 1 << 60, monkeypatch), b
