@@ -32,9 +32,13 @@ def test_attack_lines_through_the_parsers_are_bounded():
     assert len(lines) > 500
     slow = []
     for line in lines:
-        t = time.perf_counter()
-        parse_text("x.log", [line], k=k)
-        took = time.perf_counter() - t
+        took = float("inf")
+        for _ in range(3):   # a slow run is measured again: load slows one run, a bad pattern all
+            t = time.perf_counter()
+            parse_text("x.log", [line], k=k)
+            took = min(took, time.perf_counter() - t)
+            if took <= LINE_BOUND_S:
+                break
         if took > LINE_BOUND_S:
             slow.append((round(took, 2), line[:40]))
     assert not slow, slow
