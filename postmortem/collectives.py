@@ -13,6 +13,9 @@ library, time span) and the largest consistent group is matched; the others are 
 """
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left
+from itertools import islice
 from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable
@@ -116,7 +119,14 @@ def traces_of(facts: Iterable[Fact]) -> list[RankTrace]:
 def match(traces: Iterable[RankTrace]) -> Matching:
     traces = list(traces)
     kept, notes = _one_job(traces)
-    groups = tuple(g for g in (_match_group(pg, kept) for pg in _group_names(kept)) if g is not None)
+    call_ids: dict = {}
+    by_group: dict[str, dict[int, _RankView]] = {}
+    for t in kept:
+        for g, rows in _RankView.rows_by_group(t).items():
+            by_group.setdefault(t.strings[g], {})[t.rank] = _RankView(t, rows, call_ids)
+    calls = {v: k for k, v in call_ids.items()}
+    names = sorted(by_group, key=lambda n: (-len(by_group[n]), n))
+    groups = tuple(_match_group(pg, by_group[pg], kept, calls) for pg in names)
     return Matching(groups, tuple(kept), tuple(notes))
 
 
@@ -187,15 +197,6 @@ def _one_span(traces: list[RankTrace], notes: list[str]) -> list[RankTrace]:
 
 # ----------------------------------------------------------------------- one group
 
-def _group_names(traces: list[RankTrace]) -> list[str]:
-    names: dict[str, int] = {}
-    for t in traces:
-        for n in set(t.pg):
-            name = t.strings[n]
-            names[name] = names.get(name, 0) + 1
-    return sorted(names, key=lambda n: (-names[n], n))
-
-
 def _expected(pg: str, desc: str, traces: list[RankTrace], present: set[int]) -> tuple[int, ...]:
     configs = [t.pg_ranks[pg] for t in traces if t.pg_ranks.get(pg)]
     if configs:
@@ -207,96 +208,138 @@ def _expected(pg: str, desc: str, traces: list[RankTrace], present: set[int]) ->
 
 
 class _RankView:
-    """One rank's collective entries of one group: sequence number -> column index."""
+    """One rank's collective entries of one group, ordered by sequence number; looked up by
+    offset when the numbers are contiguous (the usual case), else by bisection."""
 
-    __slots__ = ("trace", "by_seq", "first", "last")
+    __slots__ = ("trace", "seqs", "rows", "first", "last", "contiguous", "calls")
 
-    def __init__(self, trace: RankTrace, pg_id: int) -> None:
+    def __init__(self, trace: RankTrace, rows: list[int], call_ids: dict) -> None:
         self.trace = trace
-        by_seq: dict[int, int] = {}
-        pg_col, seq_col, p2p_col = trace.pg, trace.seq, trace.p2p
-        for i in range(len(seq_col)):
-            if pg_col[i] == pg_id and not p2p_col[i] and seq_col[i] >= 0:
-                by_seq[seq_col[i]] = i
-        self.by_seq = by_seq
-        self.first = min(by_seq) if by_seq else None
-        self.last = max(by_seq) if by_seq else None
+        seq_col = trace.seq
+        seqs = [seq_col[i] for i in rows]
+        if any(a >= b for a, b in zip(seqs, seqs[1:])):     # out of order or repeated: sort, later wins
+            by_seq = dict(sorted(zip(seqs, rows)))
+            seqs, rows = list(by_seq), list(by_seq.values())
+        self.seqs = array("q", seqs)
+        self.rows = array("i", rows)
+        self.first = self.seqs[0] if seqs else None
+        self.last = self.seqs[-1] if seqs else None
+        self.contiguous = bool(seqs) and self.last - self.first == len(seqs) - 1
+        # (operation, sizes, dtypes) as one int shared by all ranks, so ranks compare by number
+        keys = list(zip([trace.op[i] for i in rows], [trace.shape[i] for i in rows]))
+        local = {key: call_ids.setdefault((trace.strings[key[0]], trace.shapes[key[1]]), len(call_ids))
+                 for key in set(keys)}
+        self.calls = array("i", map(local.__getitem__, keys))
+
+    @staticmethod
+    def rows_by_group(trace: RankTrace) -> dict[int, list[int]]:
+        """Column indexes of the collective (not p2p) entries of each group, in dump order."""
+        out: dict[int, list[int]] = {}
+        for i, (g, seq, p2p) in enumerate(zip(trace.pg, trace.seq, trace.p2p)):
+            if not p2p and seq >= 0:
+                rows = out.get(g)
+                if rows is None:
+                    rows = out[g] = []
+                rows.append(i)
+        return out
+
+    def pos(self, seq: int) -> int:
+        """Position of `seq` in this view, or -1."""
+        if self.first is None or seq < self.first or seq > self.last:
+            return -1
+        if self.contiguous:
+            return seq - self.first
+        j = bisect_left(self.seqs, seq)
+        return j if j < len(self.seqs) and self.seqs[j] == seq else -1
+
+    def row(self, seq: int) -> int:
+        """Column index in the trace of `seq`, or -1."""
+        j = self.pos(seq)
+        return self.rows[j] if j >= 0 else -1
+
+    def __contains__(self, seq: int) -> bool:
+        return self.pos(seq) >= 0
 
 
-def _match_group(pg: str, traces: list[RankTrace]) -> GroupMatch | None:
-    views: dict[int, _RankView] = {}
-    desc = ""
-    for t in traces:
-        try:
-            pg_id = t.strings.index(pg)
-        except ValueError:
-            continue
-        view = _RankView(t, pg_id)
-        if view.by_seq:
-            views[t.rank] = view
-            if not desc:
-                desc = t.strings[t.pg_desc[next(iter(view.by_seq.values()))]]
-    if not views:
-        return None
+def _match_group(pg: str, views: dict[int, _RankView], traces: list[RankTrace], calls: dict[int, tuple]) -> GroupMatch:
+    views = dict(sorted(views.items()))
+    first = next(iter(views.values()))
+    desc = first.trace.strings[first.trace.pg_desc[first.rows[0]]]
     expected = _expected(pg, desc, traces, set(views))
     dumped_all = {t.rank for t in traces}
     missing = tuple(r for r in expected if r not in dumped_all)
     frontier = max(v.last for v in views.values())
-    seqs = sorted({s for v in views.values() for s in v.by_seq})
-    desyncs = _desyncs(seqs, views)
+    lowest = min(v.first for v in views.values())
+    desyncs = _desyncs(lowest, frontier, views, calls)
     last_all = None
-    for s in reversed(seqs):
-        if all(s in v.by_seq and v.trace.done[v.by_seq[s]] == 2 for v in views.values()):
+    for s in range(frontier, lowest - 1, -1):
+        if all(v.trace.done[i] == 2 if (i := v.row(s)) >= 0 else False for v in views.values()):
             last_all = s
             break
-    shown = seqs[-SHOWN_SEQS:]
+    seen = list(islice((s for s in range(frontier, lowest - 1, -1) if any(s in v for v in views.values())), SHOWN_SEQS))
     bad = {(d.seq, d.rank): d for d in desyncs}
-    rows = tuple(_row(s, expected, views, dumped_all, bad) for s in shown)
-    behind = tuple(_behind(r, views.get(r)) for r in sorted(views) if views[r].last < frontier)
+    rows = tuple(_row(s, expected, views, dumped_all, bad) for s in reversed(seen))
+    behind = tuple(_behind(r, views[r]) for r in sorted(views) if views[r].last < frontier)
     waiting = tuple(r for r in sorted(views) if views[r].last == frontier
-                    and views[r].trace.done[views[r].by_seq[frontier]] < 2)
+                    and views[r].trace.done[views[r].row(frontier)] < 2)
     stuck_all = not behind and not missing and len(waiting) == len(views)
-    waiting_refs = tuple(views[r].trace.entry(views[r].by_seq[frontier]).ref(views[r].trace.path) for r in waiting[:3])
+    waiting_refs = tuple(_entry(views[r], frontier).ref(views[r].trace.path) for r in waiting[:3])
     return GroupMatch(pg=pg, desc=desc, ranks=expected, dumped=tuple(sorted(views)), frontier=frontier,
                       last_all_completed=last_all, rows=rows, behind=behind, waiting=waiting, stuck_all=stuck_all,
                       desyncs=tuple(desyncs), waiting_refs=waiting_refs, missing_dumps=missing)
 
 
-def _call(v: _RankView, i: int) -> tuple[str, Shape]:
-    t = v.trace
-    return t.strings[t.op[i]], t.shapes[t.shape[i]]
+def _entry(v: _RankView, seq: int) -> FrEntry:
+    return v.trace.entry(v.row(seq))
 
 
-def _desyncs(seqs: list[int], views: dict[int, _RankView]) -> list[Desync]:
+def _suspect_seqs(lowest: int, frontier: int, views: dict[int, _RankView]) -> list[int]:
+    """Sequence numbers where some rank's call differs from the first rank's: whole runs of
+    numbers are compared as arrays (C speed); only differing runs are walked one by one."""
+    ref = next(iter(views.values()))
+    if not ref.contiguous:
+        return list(range(lowest, frontier + 1))
+    out: set[int] = set()
+    for v in views.values():
+        if v is ref:
+            continue
+        if not v.contiguous:
+            return list(range(lowest, frontier + 1))
+        lo, hi = max(v.first, ref.first), min(v.last, ref.last)
+        if lo > hi:
+            continue
+        mine, theirs = v.calls[lo - v.first:hi - v.first + 1], ref.calls[lo - ref.first:hi - ref.first + 1]
+        if mine != theirs:
+            out.update(lo + j for j, (a, b) in enumerate(zip(mine, theirs)) if a != b)
+    return sorted(out)
+
+
+def _desyncs(lowest: int, frontier: int, views: dict[int, _RankView], calls: dict[int, tuple]) -> list[Desync]:
+    """Sequence numbers where the ranks' (operation, sizes, dtypes) differ; the usual call is
+    the one most ranks made."""
     out: list[Desync] = []
-    for s in seqs:
-        calls = {r: _call(v, v.by_seq[s]) for r, v in views.items() if s in v.by_seq}
-        if len(calls) < 2:
+    items = list(views.items())
+    for s in _suspect_seqs(lowest, frontier, views):
+        ids = []
+        for r, v in items:
+            j = v.pos(s)
+            if j >= 0:
+                ids.append((r, v.calls[j]))
+        if len(ids) < 2 or all(c == ids[0][1] for _, c in ids):
             continue
-        kinds = Counter(calls.values())
-        if len(kinds) == 1:
-            continue
-        (op, shape), _ = kinds.most_common(1)[0]
-        usual = [r for r, c in calls.items() if c == (op, shape)]
-        for r, (got_op, got_shape) in sorted(calls.items()):
-            if (got_op, got_shape) == (op, shape):
+        usual_id, _ = Counter(c for _, c in ids).most_common(1)[0]
+        op, shape = calls[usual_id]
+        usual = [r for r, c in ids if c == usual_id]
+        for r, c in ids:
+            if c == usual_id:
                 continue
-            what = _difference(op, shape, got_op, got_shape)
-            v = views[r]
-            others = tuple(views[o].trace.entry(views[o].by_seq[s]).ref(views[o].trace.path) for o in usual[:2])
+            got_op, got_shape = calls[c]
+            others = tuple(_entry(views[o], s).ref(views[o].trace.path) for o in usual[:2])
             out.append(Desync(s, r, f"{op} {shape.describe()}", f"{got_op} {got_shape.describe()}",
-                              v.trace.entry(v.by_seq[s]).ref(v.trace.path), others))
+                              _entry(views[r], s).ref(views[r].trace.path), others))
             if len(out) >= 64:
                 return out
     return out
-
-
-def _difference(op: str, shape: Shape, got_op: str, got_shape: Shape) -> str:
-    if op != got_op:
-        return "operation"
-    if shape.in_dtypes != got_shape.in_dtypes or shape.out_dtypes != got_shape.out_dtypes:
-        return "dtype"
-    return "sizes"
 
 
 def _row(seq: int, expected: tuple[int, ...], views: dict[int, _RankView], dumped: set[int],
@@ -311,10 +354,10 @@ def _row(seq: int, expected: tuple[int, ...], views: dict[int, _RankView], dumpe
         if v is None or v.last is None or seq > v.last:
             cells.append(Cell(r, "not-arrived", None))
             continue
-        if seq not in v.by_seq:
+        i = v.row(seq)
+        if i < 0:
             cells.append(Cell(r, "before-window", None))
             continue
-        i = v.by_seq[seq]
         e = v.trace.entry(i)
         ops[(e.op, e.shape.describe())] += 1
         state = "completed" if e.completed else "started" if e.started else "waiting"
@@ -324,10 +367,8 @@ def _row(seq: int, expected: tuple[int, ...], views: dict[int, _RankView], dumpe
     return Row(seq, op, shape, tuple(cells))
 
 
-def _behind(rank: int, view: _RankView | None) -> Behind:
-    if view is None or view.last is None:
-        return Behind(rank, None, None, (), None)
-    e = view.trace.entry(view.by_seq[view.last])
+def _behind(rank: int, view: _RankView) -> Behind:
+    e = _entry(view, view.last)
     return Behind(rank, view.last, e, e.frames, e.ref(view.trace.path))
 
 

@@ -299,10 +299,16 @@ def rank_of(stack: Stack) -> int | None:
     return int(m.group(1)) if m else None
 
 
+_GDB_FIRST_THREAD = re.compile(r"^(?:Thread )?1\b")
+
+
 def _is_main_thread(stack: Stack) -> bool:
-    """The main thread's stack ends in the program's `<module>`; a worker thread's in threading's bootstrap."""
+    """The main thread's stack ends in the program's `<module>` (a worker thread's in threading's
+    bootstrap); gdb, which shows native frames only, numbers the main thread 1."""
     py = [f for f in stack.frames if f.language == "python"]
-    return bool(py) and py[-1].function == "<module>"
+    if py:
+        return py[-1].function == "<module>"
+    return stack.origin == "gdb" and bool(stack.thread) and bool(_GDB_FIRST_THREAD.match(stack.thread))
 
 
 def main_stacks(stacks: Iterable[Stack]) -> dict[int, Stack]:
@@ -327,12 +333,13 @@ def _python_key(stack: Stack, depth: int) -> tuple[str, ...]:
 
 
 def _where(stack: Stack, lists: FrameLists) -> str:
-    for f in stack.frames:
-        if f.language != "python":
-            continue
-        text = normalize(f)
-        if text and not _first_match(text, lists.irrelevant) and not _first_match(text, lists.idle):
-            return text
+    """The innermost frame that says what the thread does: Python first, else native code
+    that is neither a wait primitive nor irrelevant."""
+    for language in ("python", "native"):
+        for f in stack.frames:
+            text = normalize(f) if f.language == language else None
+            if text and not _first_match(text, lists.irrelevant) and not _first_match(text, lists.idle):
+                return text
     texts = [normalize(f) for f in stack.frames]
     return next((t for t in texts if t), "?")
 

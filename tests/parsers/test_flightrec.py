@@ -164,3 +164,22 @@ def test_matching_names_the_rank_behind_and_the_desync():
     assert [(x.seq, x.rank) for x in d.desyncs] == [(6, 1)]
     assert d.desyncs[0].got.startswith("broadcast") and d.desyncs[0].expected.startswith("all_reduce")
     assert d.desyncs[0].ref.record == "entries[5]"
+
+
+def test_fast_and_careful_readers_agree_on_real_dumps():
+    for path in [*STRAGGLER.iterdir(), *FORMATS.iterdir()]:
+        raw = flightrec.load(path.read_bytes())
+        statuses = flightrec._pg_status(raw.get("pg_status"))
+        fast = flightrec.RankTrace(path.name, 0, "", "")
+        careful = flightrec.RankTrace(path.name, 0, "", "")
+        assert flightrec._fill_fast(fast, raw["entries"], 0, statuses)
+        flightrec._fill(careful, raw["entries"], 0, statuses)
+        assert list(fast.entries()) == list(careful.entries())
+
+
+def test_a_snapshot_without_a_hang_claims_nothing():
+    """An on-demand dump always has a collective in flight; without a timeout, a watchdog dump
+    or a death, that is not a hang and no cause is claimed from it."""
+    a = analyze(FORMATS.parent)
+    assert a.verdict.cause == "unknown"
+    assert any("a snapshot, not a hang" in line for line in a.verdict.trace)

@@ -18,6 +18,7 @@ import re
 
 from postmortem import collectives, stacks as stacklib
 from postmortem.classify.rules.base import Rule, died_of, sign_finding
+from postmortem.classify.rules.config import TIMEOUT_KINDS
 from postmortem.knowledge.registry import KIND, SIGN, deaths
 from postmortem.model import Case, Event, Ref, Severity
 
@@ -57,10 +58,15 @@ class FlightRecorderHang(Rule):
         by_ref = {(e.ref.path, e.ref.record): e for e in case.events if e.kind == KIND.fr_created}
         groups = stacklib.group_by_stack(case.stacks)
         out = []
+        hung = _hang_signs(case)
         for g in m.groups:
             trace.append(f"{self.id}: {g.summary()}")
             if g.desyncs:
                 out.append(self._desync(g, k, by_ref))
+            elif not hung and not any(_death(e) for e in case.events if e.kind in deaths("fatal_signal", "exit")):
+                # A dump taken on demand always shows some collective in flight and some rank a
+                # step ahead: without a timeout, a watchdog dump or a death, that is no hang.
+                trace.append(f"{self.id}: no timeout, hang dump or death in the bundle: a snapshot, not a hang")
             elif (g.behind or g.missing_dumps) and g.waiting:
                 out.append(self._behind(g, case, k, by_ref, groups, trace))
             elif g.stuck_all and g.frontier is not None and len(g.dumped) >= 2:
@@ -136,6 +142,12 @@ class FlightRecorderHang(Rule):
             return sign_finding(k, SIGN.flightrec_all_stuck_network, self.id,
                                 summary + f"; network errors: {network[0].ref.describe()}", events + network[:2], "stuck")
         return sign_finding(k, SIGN.flightrec_all_stuck, self.id, summary, events, "stuck")
+
+
+def _hang_signs(case: Case) -> list[Event]:
+    """Signs that the job hung: a collective timeout message, or a faulthandler timeout dump."""
+    return [e for e in case.events if e.kind in TIMEOUT_KINDS
+            or (e.kind == KIND.py_dump and str(e.data.get("reason", "")).startswith("Timeout"))]
 
 
 def _death(e: Event) -> str:
