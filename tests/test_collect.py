@@ -159,10 +159,13 @@ def test_tarball_has_the_same_layout(tmp_path: Path, bundle: Path):
     proc = run_collect(target, str(tool_farm(tmp_path)), "--since", "2h")
     assert proc.returncode == 0, proc.stderr
     with tarfile.open(target) as tar:
-        names = {m.name for m in tar.getmembers() if m.isfile()}
-        manifest = json.load(tar.extractfile("manifest.json"))
+        members = {m.name for m in tar.getmembers() if m.isfile()}
+        manifest = json.load(tar.extractfile("node/manifest.json"))
+    # Everything under one top-level folder named after the tarball.
+    assert {n.split("/", 1)[0] for n in members} == {"node"}
+    names = {n.split("/", 1)[1] for n in members}
     written = {f for f, item in manifest_items(bundle).items() if (bundle / f).exists()}
-    assert written | {"manifest.json"} == names
+    assert written | {"manifest.json", "clock.json"} == names
     assert all(not n.startswith(("/", "..")) for n in names)
     assert {i["file"] for i in manifest["items"]} == set(manifest_items(bundle))
 
@@ -190,6 +193,10 @@ def test_missing_file_and_failing_command():
     ("TORCH_HOME", "/data/torch", "/data/torch"),
     ("TORCH_URL", "https://user:pass@host/x", "https://<redacted>@host/x"),
     ("TORCH_URL", "https://u:p@ss@host/x?y=a@b", "https://<redacted>@host/x?y=a@b"),
+    ("TORCH_URL", "https://u:pa/ss#x@host/x", "https://<redacted>@host/x"),
+    ("NCCL_HUB", "alice:pw@host.example", "<redacted>@host.example"),
+    ("NCCL_ARGS", "--password hunter2 --token=abc", "--password <redacted> --token=<redacted>"),
+    ("TORCH_HDR", "Authorization: Bearer abc.def", "Authorization: Bearer <redacted>"),
     ("TORCH_URL", "https://host/x", "https://host/x"),
 ])
 def test_redact_value(name: str, value: str, expected: str):
@@ -201,4 +208,112 @@ def test_parse_since():
     assert collect.parse_since("2h", now) == "2026-01-02 10:00:00"
     assert collect.parse_since("30m", now) == "2026-01-02 11:30:00"
     assert collect.parse_since("yesterday", now) == "yesterday"
+    assert collect.parse_since("2026-01-02T10:00", now) == "2026-01-02 10:00:00"
     assert collect.parse_since(None) is None
+    with pytest.raises(collect.BadArgument):
+        collect.parse_since("-ex=1; rm", now)
+
+
+# --------------------------------------------------------------------------- secrets (issue 19)
+# Planted secrets of every shape the red team found surviving, in the environment of a
+# separate process whose /proc/PID/environ collect reads (generated at test time).
+KEY_BLOCK = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAplantedkeybody\n"
+             "-----END OPENSSH PRIVATE KEY-----")
+SECRETS = {
+    "NCCL_HUB_AUTH": "planted-auth-1", "TORCH_DB_PWD": "planted-pwd-2", "NCCL_SMTP_PASS": "planted-pass-3",
+    "TORCH_CLOUD_CREDS": "planted-creds-4", "NCCL_GH": "ghp_plantedGithubToken000000000000",
+    "TORCH_GH2": "github_pat_planted_Fine_Grained_0000000", "NCCL_GL": "glpat-plantedGitlab000000000",
+    "TORCH_SLACK": "xoxb-planted-slack-0000", "NCCL_OAI": "sk-plantedOpenAiKey000000000000",
+    "TORCH_AWS": "AKIAPLANTED000000000", "NCCL_HDR": "Authorization: Bearer planted.bearer.value",
+    "TORCH_ARGS": "--password planted-cli-pw --token planted-cli-token",
+    "NCCL_SIGNED": "https://b.s3.amazonaws.com/k?X-Amz-Signature=plantedsig000&X-Amz-Date=1",
+    "TORCH_GCS": "https://storage.googleapis.com/b/o?X-Goog-Signature=plantedgoog000",
+    "NCCL_SSH": KEY_BLOCK, "TORCH_URL1": "https://bob:planted/slash@host/x",
+    "TORCH_URL2": "https://bob:planted#hash@host/x", "NCCL_BARE": "carol:planted-bare@db.example.com",
+}
+SECRET_MARKS = ("planted-auth-1", "planted-pwd-2", "planted-pass-3", "planted-creds-4", "plantedGithubToken",
+                "planted_Fine_Grained", "plantedGitlab", "xoxb-planted", "plantedOpenAiKey", "AKIAPLANTED",
+                "planted.bearer", "planted-cli-pw", "planted-cli-token", "plantedsig", "plantedgoog",
+                "plantedkeybody", "planted/slash", "planted#hash", "planted-bare")
+
+
+def test_every_planted_secret_is_redacted_from_env_and_logs(tmp_path: Path):
+    log = tmp_path / "train.log"
+    log.write_text("step 1\n" + "".join(f"{k}={v}\n" for k, v in SECRETS.items()) + "step 2\n")
+    env = {"PATH": os.environ["PATH"], "NCCL_ALGO": "Ring", **SECRETS}
+    child = subprocess.Popen(["sleep", "60"], env=env)
+    try:
+        out = tmp_path / "b"
+        proc = run_collect(out, str(tool_farm(tmp_path)), "--pid", str(child.pid), "--log", str(log))
+        assert proc.returncode == 0, proc.stderr
+    finally:
+        child.kill()
+        child.wait()
+    assert "NCCL_ALGO=Ring" in (out / "env.txt").read_text()
+    assert "step 2" in (out / "logs" / "train.log").read_text()
+    for path in out.rglob("*"):
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            for mark in SECRET_MARKS:
+                assert mark not in text, f"{mark!r} leaked into {path.relative_to(out)}"
+
+
+def test_kernel_log_text_is_redacted():
+    text = "[  1.0] audit: cmd=\"curl -H 'Authorization: Bearer planted.k' https://u:planted@h/\"\n"
+    out = collect.redact_text(text)
+    assert "planted" not in out and "audit" in out
+
+
+def test_a_core_symlink_is_refused_and_a_core_is_flagged_as_secret(tmp_path: Path):
+    real = tmp_path / "core.1"
+    real.write_bytes(b"\x7fELF not really a core")
+    link = tmp_path / "core.2"
+    link.symlink_to("/etc/shadow" if Path("/etc/shadow").exists() else real)
+    out = tmp_path / "b"
+    proc = run_collect(out, str(tool_farm(tmp_path)), "--core", str(real), "--core", str(link))
+    assert proc.returncode == 0, proc.stderr
+    items = manifest_items(out)
+    assert items["cores/core.2"]["status"] == "error" and "symbolic link" in items["cores/core.2"]["note"]
+    assert not (out / "cores" / "core.2").exists()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert any("process's memory" in w and "secrets" in w for w in manifest["warnings"])
+    assert "process's memory" in proc.stderr and "cores/core.2" in proc.stderr
+
+
+def test_clock_json_is_a_triple_read_at_one_instant(bundle: Path):
+    clock = json.loads((bundle / "clock.json").read_text())
+    assert set(clock) >= {"realtime", "monotonic", "boottime", "tz", "utc_offset_s"}
+    assert all(isinstance(clock[k], float) for k in ("realtime", "monotonic", "boottime"))
+    assert isinstance(clock["utc_offset_s"], int) and clock["read_gap_s"] < 0.01
+    assert clock["boottime"] >= clock["monotonic"] > 0
+
+
+@pytest.mark.parametrize("args", [("--since", "next tuesday-ish"), ("--pid", "999999999"), ("--pid", "0")])
+def test_bad_since_or_pid_is_a_usage_error(tmp_path: Path, args):
+    proc = run_collect(tmp_path / "b", os.environ["PATH"], *args)
+    assert proc.returncode == 2 and args[0] in proc.stderr
+    assert not (tmp_path / "b").exists()
+
+
+def test_job_files_from_the_environment(tmp_path: Path):
+    """NCCL_DEBUG_FILE (%h/%p expanded) and Flight Recorder dumps named by the job's environment;
+    py-spy stacks of --pid, noted as missing when py-spy is not on PATH."""
+    host = subprocess.run(["hostname"], capture_output=True, text=True).stdout.strip()
+    (tmp_path / f"nccl.{host}.4242.log").write_text("host:4242:4242 [0] NCCL INFO ok\n")
+    (tmp_path / "fr_rank_0").write_bytes(b"\x80\x04planted pickle bytes")
+    (tmp_path / "fr_rank_1").write_bytes(b"\x80\x04planted pickle bytes")
+    env = {"PATH": os.environ["PATH"], "NCCL_DEBUG_FILE": str(tmp_path / "nccl.%h.%p.log"),
+           "TORCH_FR_DUMP_TEMP_FILE": str(tmp_path / "fr_rank_")}
+    child = subprocess.Popen(["sleep", "60"], env=env)
+    try:
+        out = tmp_path / "b"
+        proc = run_collect(out, str(tool_farm(tmp_path)), "--pid", str(child.pid))
+        assert proc.returncode == 0, proc.stderr
+    finally:
+        child.kill()
+        child.wait()
+    assert "NCCL INFO ok" in (out / "logs" / "nccl" / f"nccl.{host}.4242.log").read_text()
+    assert (out / "flightrec" / "fr_rank_1").read_bytes() == (tmp_path / "fr_rank_1").read_bytes()
+    items = manifest_items(out)
+    spy = items[f"py-spy/dump_{child.pid}.txt"]
+    assert spy["status"] == "missing" and "py-spy" in spy["note"]
