@@ -198,6 +198,8 @@ class Finding:
     strength: str = ""              # strong (one is enough to claim) | weak (needs a second sign), from the registry
     signal: str = ""                # the registered signal id behind it (knowledge/signals.toml, msg.<id>)
     signs: tuple[str, ...] = ()     # independent registered signs a rule combined into this one finding
+    culprit_ranks: tuple[int, ...] = ()  # ranks the finding blames when they are not the ranks its lines print
+                                         # (a straggler is the rank that did NOT time out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ def ref_json(r: Ref) -> dict[str, Any]:
 def finding_json(f: Finding) -> dict[str, Any]:
     return {"cause": f.cause, "category": f.category.value, "confidence": f.confidence, "rule": f.rule,
             "role": f.role, "summary": f.summary, "discriminator": f.discriminator,
-            "first_ts": _iso(f.first_at), "evidence": [ref_json(r) for r in f.evidence]}
+            "first_ts": _iso(f.first_at), "culprit_ranks": list(f.culprit_ranks), "evidence": [ref_json(r) for r in f.evidence]}
 
 
 def event_json(e: Event) -> dict[str, Any]:

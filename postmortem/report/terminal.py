@@ -117,7 +117,11 @@ def crash_time(a: Analysis) -> str | None:
 
 
 def failing_rank(a: Analysis) -> int | None:
-    """The rank the root's cited lines name, else the failing stack's rank."""
+    """The rank the root blames by name (a straggler, the rank behind in a hang), else the rank its
+    cited lines name, else the failing stack's rank."""
+    root = a.verdict.root
+    if root is not None and root.culprit_ranks:
+        return root.culprit_ranks[0]
     rank, _ = _root_process(a)
     if rank is not None:
         return rank

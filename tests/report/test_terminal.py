@@ -6,6 +6,8 @@ import os
 import shutil
 from datetime import datetime, timezone
 
+import pytest
+
 from postmortem.report import terminal
 from postmortem.report.text import strip_escapes
 from postmortem.run import analyze
@@ -66,3 +68,15 @@ def test_quiet_leaves_out_the_timeline():
 def test_strip_escapes():
     line = "a\x1b[31mred\x1b[0m b\x1b]0;title\x07c \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x9b2J\x00d\u202ee\tf"
     assert strip_escapes(line) == "ared bc link 2Jde\tf"
+
+
+# The rank each lab bundle's truth.json names as the one that held the job up (its "evidence").
+BLAMED_RANK = {"lab-torchrun-straggler-timeout": 0, "lab-flightrec-straggler": 2,
+               "lab-flightrec-hang-stacks": 3, "lab-flightrec-desync": 1, "lab-flightrec-sigkill": 1}
+
+
+@pytest.mark.parametrize("case", sorted(BLAMED_RANK))
+def test_status_line_names_the_rank_that_held_the_job_up_not_the_one_that_timed_out(case):
+    bundle = BUNDLES["cores"].parent / "bundles" / case / "bundle"
+    line = terminal.status_line(analyze(bundle), None)
+    assert line.endswith(f" on rank {BLAMED_RANK[case]}"), line

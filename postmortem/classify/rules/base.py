@@ -65,7 +65,7 @@ def finding(k: Knowledge, cause: str, weight: float, rule: str, summary: str, ev
 
 def sign_finding(k: Knowledge, sign: Signal, rule: str, summary: str, events: list[Event], discriminator: str = "",
                  extra_refs: tuple[Ref, ...] = (), weight: float | None = None,
-                 combined: tuple[Signal, ...] = ()) -> Finding:
+                 combined: tuple[Signal, ...] = (), culprits: tuple[int, ...] = ()) -> Finding:
     """A finding for a registered sign: cause, role, strength and weight come from signals.toml.
     A rule that saw several independent signs of one cause passes them as `combined`: their
     support is the noisy-OR of their weights, and the claim counts each of them."""
@@ -77,7 +77,9 @@ def sign_finding(k: Knowledge, sign: Signal, rule: str, summary: str, events: li
         weight = 1 - miss
     strength = "strong" if any(s.strength == "strong" for s in signs) else sign.strength
     f = finding(k, sign.cause, weight, rule, summary, events, sign.role, discriminator, extra_refs, strength, sign.id)
-    return dataclasses.replace(f, signs=tuple(s.id for s in signs)) if len(signs) > 1 else f
+    if len(signs) > 1:
+        f = dataclasses.replace(f, signs=tuple(s.id for s in signs))
+    return dataclasses.replace(f, culprit_ranks=tuple(sorted(set(culprits)))) if culprits else f
 
 class Rule:
     id = "rule"

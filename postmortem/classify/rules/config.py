@@ -139,7 +139,8 @@ class CollectiveTimeout(Rule):
             seen = ((SIGN.timeout_first_collectives, early), (SIGN.timeout_progress_advancing, bool(progress)),
                     (SIGN.timeout_rank_busy_elsewhere, bool(busy and waiting)))
             return [sign_finding(k, SIGN.timeout_silent_ranks, self.id, summary, timeouts + progress[:1], "timeout",
-                                 extra_refs=extra, weight=w, combined=tuple(s for s, present in seen if present))]
+                                 extra_refs=extra, weight=w, combined=tuple(s for s, present in seen if present),
+                                 culprits=tuple(silent))]
         trace.append(f"{self.id}: no rank is known to be missing; the collective itself was stuck")
         return [sign_finding(k, SIGN.timeout_all_ranks, self.id,
                              f"{len(timeouts)} collective timeout(s) across ranks {sorted(timed_out) or '?'}; no other fault found",

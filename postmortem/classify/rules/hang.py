@@ -85,7 +85,7 @@ class FlightRecorderHang(Rule):
                    f"({d.ref.describe()}){_frames_of(d.ref, g)}")
         events = self._events(refs, by_ref)
         return sign_finding(k, SIGN.flightrec_desync, self.id, summary, events, "desync",
-                            extra_refs=tuple(r for r in refs if (r.path, r.record) not in by_ref))
+                            extra_refs=tuple(r for r in refs if (r.path, r.record) not in by_ref), culprits=(d.rank,))
 
     def _behind(self, g, case: Case, k, by_ref, groups, trace):
         behind = [b.rank for b in g.behind] + list(g.missing_dumps)
@@ -107,7 +107,7 @@ class FlightRecorderHang(Rule):
             return sign_finding(k, SIGN.flightrec_behind_rank_died, self.id,
                                 f"rank {d.rank} died ({_death(d)}, {d.ref.describe()}) after its last collective: "
                                 f"{waiting} and it never arrived; {lasts}", [d] + events, "rank-died",
-                                extra_refs=extra)
+                                extra_refs=extra, culprits=(d.rank,))
         doing, stack_refs = self._doing(behind, groups)
         w = (SIGN.flightrec_rank_behind.weight + (SIGN.flightrec_behind_stack_elsewhere.weight if doing else 0)
              + (SIGN.flightrec_several_waiting.weight if len(g.waiting) >= 2 else 0))
@@ -115,7 +115,7 @@ class FlightRecorderHang(Rule):
         summary = (f"rank(s) {_ranks(behind)} never entered collective #{g.frontier} while {waiting}; {lasts}"
                    + (f"; {doing}" if doing else ""))
         return sign_finding(k, SIGN.flightrec_rank_behind, self.id, summary, events, "behind",
-                            extra_refs=extra + stack_refs, weight=w)
+                            extra_refs=extra + stack_refs, weight=w, culprits=tuple(behind))
 
     @staticmethod
     def _doing(behind: list[int], groups) -> tuple[str, tuple[Ref, ...]]:
