@@ -39,3 +39,13 @@ def test_validation_set_floor():
     # DeepSpeed exit code 1 whose traceback was never posted
     assert result["category_correct"] >= result["total"] - 7 and not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
+
+
+def test_frozen_split_first_seen_floor():
+    """The blind set (fixtures/frozen, see its README): scored once at first sight, 28/44
+    categories and 26/44 causes; never tuned against, so this only guards against regressions."""
+    result = evaluate([ROOT / "fixtures/frozen/sweep-2026-12"])
+    assert result["total"] == 44
+    assert result["category_correct"] >= 28 and result["cause_correct"] >= 26
+    assert not result["confident_wrong"]
+    assert result["evidence_ok"] == result["total"]
