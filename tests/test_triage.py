@@ -297,3 +297,14 @@ def test_an_unreachable_dask_scheduler_is_a_usage_error(tmp_path):
     batch.mkdir()
     (batch / "a.log").write_text("x\n")
     assert triage(str(batch), "--out", str(tmp_path / "o"), "-q", "--dask", "tcp://127.0.0.1:9") == 2
+
+
+def test_a_folder_of_case_sets_is_opened_set_by_set(tmp_path):
+    """`triage fixtures/` holds sets of cases (corpus/, bundles/ ...): each case is one bundle,
+    never a whole set read as one bundle whose hosts are its case folders."""
+    sets = tmp_path / "fixtures"
+    shutil.copytree(CORPUS, sets / "corpus")
+    (sets / "README.md").write_text("not a bundle\n")
+    tasks = find_bundles([sets])
+    assert sorted(t.name for t in tasks) == sorted(f"corpus_{p.parent.name}" for p in CORPUS.glob("*/truth.json"))
+    assert all(t.path.endswith("/bundle") for t in tasks)

@@ -1,7 +1,9 @@
 """Finding the bundles under the folders given to `postmortem triage`.
 
 Directly under each DIR, one bundle per:
-* subfolder - or its `bundle/` when it also holds `truth.json` (the corpus layout);
+* subfolder - or its `bundle/` when it also holds `truth.json` (the corpus layout); a
+  subfolder that holds such cases itself (a set of cases, like fixtures/corpus) is opened
+  and each of its cases is a bundle, named `set/case`;
 * archive   - .tar, .tar.gz, .tgz, .zip (read in place by postmortem.bundle);
 * loose file that is a crash artifact - a core, a gzip, a log (single-file bundles, as
   in fixtures/cores); sources, docs and executables beside them are not bundles.
@@ -40,18 +42,30 @@ def find_bundles(dirs: list[Path]) -> list[Task]:
         if not folder.is_dir():
             raise DiscoveryError(f"{folder}: not a directory")
         for child in sorted(folder.iterdir(), key=lambda p: p.name):
-            found = _bundle_at(child)
-            if found is not None:
-                name, path = found
+            inside = _cases_in(child)
+            for name, path in inside or filter(None, [_bundle_at(child)]):
                 tasks.append(Task(_unique(_safe(name), taken), str(path)))
     return tasks
+
+
+def _cases_in(folder: Path) -> list[tuple[str, Path]]:
+    """The cases of a folder that is a set of cases (`<case>/bundle/` + `<case>/truth.json`),
+    else nothing: such a folder is many crashes, not one bundle."""
+    if folder.name.startswith(".") or folder.is_symlink() or not folder.is_dir() or _is_case(folder):
+        return []
+    cases = sorted((c for c in folder.iterdir() if not c.is_symlink() and _is_case(c)), key=lambda p: p.name)
+    return [(f"{folder.name}/{c.name}", c / "bundle") for c in cases]
+
+
+def _is_case(folder: Path) -> bool:
+    return (folder / "bundle").is_dir() and (folder / "truth.json").is_file()
 
 
 def _bundle_at(child: Path) -> tuple[str, Path] | None:
     if child.name.startswith("."):
         return None
     if child.is_dir():
-        if (child / "bundle").is_dir() and (child / "truth.json").is_file():
+        if _is_case(child):
             return child.name, child / "bundle"
         return child.name, child
     if child.name.lower().endswith(bundle.ARCHIVE_SUFFIXES):
