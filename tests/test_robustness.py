@@ -4,6 +4,7 @@ import io
 import tarfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -146,3 +147,22 @@ def test_fuzz_crashers_zip_headers(tmp_path):
         a = analyze(p, Options())
         assert a.verdict.category.value in ("config", "comms", "hardware", "unknown"), name
         assert any(x.status.value == "error" for x in a.case.artifacts) or name == "date.zip", name
+
+
+# Found by bench/fuzz_parsers.py (seeds 11 and 12): mutated real lines that made a parser fail.
+FUZZ_CRASHERS = [
+    ["tmpfs on /dev/shm type tmpfs (rw,relatime,size=" + "2468365" * 60 + "k)\n"],
+    ["Filesystem       1B-blocks  Used   Available Use% Mounted on\n",
+     "tmpfs          " + "2527606352760635" * 30 + "     0 25276063744   0% /dev/shm\n"],
+    ["[ 1071.101539] oom-kill:constraint=constraint_memcg,NODEMASK=(NULL),CPUSET=/,mems_allowed=0,"
+     "oom_memcg=/pmlab,task_memcg=/pmlab,task=python3,pid=24650,uid=0\n"],
+    ["[Sun Nov 29 08:35:26 2026] oom-kill:constraint=\u2fdcONSTRAINT_MEMCG,nodemask=(null),cpuset=/\n"],
+]
+
+
+@pytest.mark.parametrize("lines", FUZZ_CRASHERS)
+def test_fuzz_crashers_cost_no_parser_failure(lines):
+    from postmortem.parsers import parse_text
+
+    result = parse_text("fuzz.log", lines)
+    assert not [p for p in result.sink.problems if " parser failed at " in p]

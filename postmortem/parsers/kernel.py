@@ -516,6 +516,8 @@ class KernelParser(LineParser):
 
     def _oom_constraint(self, line, msg, stamp, extras, base) -> bool:
         m = _OOM_CONSTRAINT.match(msg)
+        if m is None:   # the gate saw the prefix but not a constraint the kernel prints
+            return False
         fields = dict(kv.split("=", 1) for kv in m["rest"].strip(",").split(",") if "=" in kv)
         self._pending_constraint = {"constraint": m["constraint"], "task_memcg": fields.get("task_memcg"),
                                 "pid": fields.get("pid")}

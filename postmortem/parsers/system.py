@@ -14,6 +14,7 @@ options); meminfo's `kB` is KiB.
 """
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime
 
@@ -75,7 +76,9 @@ def parse_size(text: str, scale: int = 1) -> int | None:
         return None
     number = float(m.group(1).replace(",", "."))
     unit = m.group(2).upper()
-    return round(number * (_UNITS[unit] if unit else scale))
+    size = number * (_UNITS[unit] if unit else scale)
+    # A size no machine has (a mangled or hostile figure) is no size: 2**63 bytes is 8 EiB.
+    return round(size) if math.isfinite(size) and size < 2**63 else None
 
 
 def _tokens(tree: Tree) -> list[Token]:
