@@ -157,6 +157,7 @@ FUZZ_CRASHERS = [
     ["[ 1071.101539] oom-kill:constraint=constraint_memcg,NODEMASK=(NULL),CPUSET=/,mems_allowed=0,"
      "oom_memcg=/pmlab,task_memcg=/pmlab,task=python3,pid=24650,uid=0\n"],
     ["[Sun Nov 29 08:35:26 2026] oom-kill:constraint=\u2fdcONSTRAINT_MEMCG,nodemask=(null),cpuset=/\n"],
+    ["[dgxa100:1035 :\x1e:1035] Caught signal 7 (Bus error: nonexistent physical address)\n"],
 ]
 
 

@@ -61,7 +61,9 @@ class _ToTuples(Transformer):
         return item
 
     def ucx_signal(self, host, pid, *rest):
-        values = [str(t) for t in rest if not str(t).isspace()]
+        # Drop the padding by its token type: a thread name may itself be white space to isspace()
+        # (a control character such as \x1e), and must still count as the thread.
+        values = [str(t) for t in rest if getattr(t, "type", "") != "UCX_PAD"]
         thread, tid, signo, text = values
         signal, _, detail = text.partition(": ")
         return ("ucx_signal", {"host": str(host), "pid": int(pid), "thread": thread, "tid": int(tid),
