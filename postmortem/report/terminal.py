@@ -139,7 +139,18 @@ def failing_stack(a: Analysis) -> Stack | None:
     from postmortem import stacks
 
     try:
-        # The root's own process first: a folder of unrelated cores has one crashing stack each.
+        # The rank the root blames (a straggler, the rank behind in a hang) first: its stack says
+        # what held the job up; the others only wait.
+        root = a.verdict.root
+        if root is not None and root.culprit_ranks:
+            main = stacks.main_stacks(a.case.stacks)   # per rank, the main thread of a hang dump
+            blamed = [main[r] for r in root.culprit_ranks if r in main]
+            if blamed:
+                return blamed[0]
+            blamed = [s for s in a.case.stacks if s.rank in root.culprit_ranks]
+            if blamed:
+                return stacks.crashing(blamed, a.case.events)
+        # The root's own process next: a folder of unrelated cores has one crashing stack each.
         own = [s for s in a.case.stacks if _is_the_roots(a, s) and (s.pid is not None or s.rank is not None)]
         if own and any(_root_process(a)):
             return stacks.crashing(own, a.case.events)
@@ -221,7 +232,14 @@ def _failing(console, a: Analysis) -> None:
         return
     who = ", ".join(f"{n} {v}" for n, v in (("rank", s.rank), ("host", s.host), ("pid", s.pid), ("tid", s.tid))
                     if v is not None)
-    title = "Failing stack" if _is_the_roots(a, s) else "Stack of another process (the root's left none)"
+    from postmortem import stacks
+
+    root = a.verdict.root
+    if root is not None and root.culprit_ranks:
+        title = ("Stack of the rank that held the job up" if stacks.rank_of(s) in root.culprit_ranks
+                 else "Stack of a rank that waited (the rank that held the job up left none)")
+    else:
+        title = "Failing stack" if _is_the_roots(a, s) else "Stack of another process (the root's left none)"
     console.print(_text((title, "bold"), f" ({terminal_text(who, 120)}) " if who else " ",
                         (f"{s.origin}, {terminal_text(s.ref.describe(), 100)}", "dim")))
     if s.title:

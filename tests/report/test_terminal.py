@@ -80,3 +80,11 @@ def test_status_line_names_the_rank_that_held_the_job_up_not_the_one_that_timed_
     bundle = BUNDLES["cores"].parent / "bundles" / case / "bundle"
     line = terminal.status_line(analyze(bundle), None)
     assert line.endswith(f" on rank {BLAMED_RANK[case]}"), line
+
+
+def test_the_stack_shown_for_a_hang_is_the_blamed_ranks_main_thread():
+    out = io.StringIO()
+    terminal.render(analyze(BUNDLES["cores"].parent / "bundles" / "lab-flightrec-hang-stacks" / "bundle"), out=out)
+    text = out.getvalue()
+    assert "Stack of the rank that held the job up" in text and "pyspy/rank3" in text
+    assert "Failing stack (rank 2)" not in text
