@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import struct
 import subprocess
 import sys
 import tarfile
@@ -22,6 +21,7 @@ import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))   # the hostile builders are shared with tests/test_hostile.py
 WARN = (b"node1:1234:1290 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<52311> with status=12 "
         b"opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.0.0.1 remoteGids ::ffff:10.0.0.2\n")
 
@@ -43,21 +43,9 @@ def _identical_warn(d: Path) -> Path:
 
 
 def _zip_overlap(d: Path) -> Path:
-    raw = b"\n" * (256 << 20)
-    c = zlib.compressobj(9, zlib.DEFLATED, -15)
-    comp = c.compress(raw) + c.flush()
-    crc = zlib.crc32(raw)
-    local = struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 8, 0, 0, crc, len(comp), len(raw), 5, 0) + b"a.log"
-    body = local + comp
-    central = b""
-    for i in range(300):
-        n = f"m{i:03}.log".encode()
-        central += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, 8, 0, 0, crc, len(comp), len(raw),
-                               len(n), 0, 0, 0, 0, 0, 0) + n
-    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, 300, 300, len(central), len(body), 0)
-    p = d / "overlap.zip"
-    p.write_bytes(body + central + end)
-    return p
+    from test_hostile import overlapping_zip   # one builder for the test and the bench
+
+    return overlapping_zip(d / "overlap.zip", 256 << 20)
 
 
 def _tar_header(name: str, size: int, kind: bytes) -> bytes:

@@ -139,23 +139,29 @@ def test_tgz_member_bomb_stops_at_the_byte_budget(tmp_path):
     assert any("read budget of 16 MiB reached" in n for n in a.limits)
 
 
-def test_zip_entries_sharing_one_stream_are_refused(tmp_path, outside):
-    """300 central-directory entries pointing at one local header (Python 3.11 does not check)."""
-    payload = zlib.compressobj(9, zlib.DEFLATED, -15)
-    raw = b"\n" * (64 << 20)
-    comp = payload.compress(raw) + payload.flush()
+def overlapping_zip(path: Path, size: int, entries: int = 300) -> Path:
+    """A zip whose `entries` central-directory entries all point at one local header holding
+    `size` compressed newlines (DELIBERATELY HOSTILE; Python 3.11's zipfile does not check).
+    Also used by bench/hostile_bench.py."""
+    raw = b"\n" * size
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    comp = c.compress(raw) + c.flush()
     crc = zlib.crc32(raw)
     name = b"a.log"
     local = struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 8, 0, 0, crc, len(comp), len(raw), len(name), 0) + name
-    body = local + comp
     central = b""
-    for i in range(300):
+    for i in range(entries):
         n = f"m{i:03}.log".encode()
         central += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, 8, 0, 0, crc, len(comp), len(raw),
                                len(n), 0, 0, 0, 0, 0, 0) + n
-    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, 300, 300, len(central), len(body), 0)
-    p = tmp_path / "overlap.zip"
-    p.write_bytes(body + central + end)
+    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, entries, entries, len(central), len(local + comp), 0)
+    path.write_bytes(local + comp + central + end)
+    return path
+
+
+def test_zip_entries_sharing_one_stream_are_refused(tmp_path, outside):
+    """300 central-directory entries pointing at one local header (Python 3.11 does not check)."""
+    p = overlapping_zip(tmp_path / "overlap.zip", 64 << 20)
     rc, text, rss = _analyze_cli(p, tmp_path)
     assert rc == 0
     a = analyze(p)
