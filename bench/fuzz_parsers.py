@@ -4,9 +4,12 @@ DELIBERATELY HOSTILE input generated here), fed to `parsers.parse_text` as one a
 one window in `--full-every` also goes through the whole analysis (timeline, classifier,
 every renderer) as a one-file bundle.
 
-A crasher is an exception that escapes, or a parser failure the dispatcher had to contain
-("... parser failed at ..."): each is printed with its input (repr) so it can become a
-regression test.  Prints inputs, lines and crashers; asserts nothing.
+A crasher is an exception that escapes, a parser failure the dispatcher had to contain
+("... parser failed at ..."), an input that runs past the alarm (a hang) or a peak RSS
+500 MiB over the start: one input per class is kept in fuzz/crashers/parsers/ (replayed by
+tests/test_fuzz_crashers.py), inputs showing an event kind or problem shape not seen before
+in fuzz/corpus/parsers/ (and mutated again).  Prints inputs, lines and findings; appends
+the run to fuzz/runs.jsonl.
 
     python bench/fuzz_parsers.py --seconds 600 --seed 1
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import io
 import random
+import signal
 import sys
 import tempfile
 import time
@@ -22,7 +26,7 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 # Text fixtures only; the frozen split is never read (not even as fuzz seeds).
 SKIP_PARTS = {"frozen", "cores", "injection"}
@@ -111,12 +115,22 @@ def full_analysis(lines: list[str], workdir: Path) -> None:
     terminal.render(a, out=io.StringIO())
 
 
+def features(result) -> set[str]:
+    from fuzzkit import shape
+
+    out = {f"event {e.kind} {e.severity.name} {','.join(sorted(e.data))}" for e in result.sink.events}
+    out |= {f"problem {shape(p)}" for p in result.sink.problems}
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--full-every", type=int, default=500)
     args = ap.parse_args()
+
+    from fuzzkit import Campaign, Hang
 
     from postmortem import knowledge
     from postmortem.parsers import parse_text
@@ -125,30 +139,44 @@ def main() -> int:
     files = seed_files()
     pool = [ln for f in files for ln in f[:200]]
     rng = random.Random(args.seed)
-    inputs = lines = full = 0
-    crashers: list[tuple[str, list[str]]] = []
-    end = time.monotonic() + args.seconds
+    camp = Campaign("parsers", args.seed, args.seconds)
+    corpus = [c["lines"] for c in camp.corpus() if isinstance(c.get("lines"), list)]
+    lines = full = 0
     with tempfile.TemporaryDirectory() as tmp:
-        while time.monotonic() < end:
-            chunk = window(rng, files, pool)
-            inputs += 1
+        while camp.running():
+            if corpus and rng.random() < 0.1:   # a kept input, mutated again
+                chunk = [mutate_line(rng, ln, pool) if rng.random() < 0.3 else ln for ln in rng.choice(corpus)]
+            else:
+                chunk = window(rng, files, pool)
+            camp.inputs += 1
             lines += len(chunk)
+            whole = camp.inputs % args.full_every == 0
+            payload = {"lines": chunk, "whole_analysis": whole}
             try:
+                camp.arm()
                 result = parse_text("fuzz.log", chunk, k=k)
                 failed = [p for p in result.sink.problems if " parser failed at " in p]
                 if failed:
-                    crashers.append((failed[0], chunk))
-                if inputs % args.full_every == 0:
+                    camp.crashed(None, payload, kind="contained-" + failed[0].split(" parser failed at ")[0][-40:])
+                if whole:
                     full += 1
+                    camp.disarm()
+                    signal.setitimer(signal.ITIMER_REAL, 90)
                     full_analysis(chunk, Path(tmp))
-            except Exception:  # noqa: BLE001 - that is what we are looking for
-                crashers.append((traceback.format_exc(limit=3), chunk))
-    print(f"seed {args.seed}: {inputs:,} inputs (windows of 1-40 mutated real lines), {lines:,} lines, "
-          f"{full:,} through the whole analysis and every renderer; {len(crashers)} crasher(s) in {args.seconds:.0f} s")
-    for why, chunk in crashers[:20]:
-        print("---", why.strip().splitlines()[-1])
-        print(repr(chunk)[:2000])
-    return 0
+                camp.disarm()
+                if camp.novel(features(result), {"lines": chunk}):
+                    corpus.append(chunk)
+                if not camp.inputs % 100 and camp.memory_grew():
+                    camp.crashed(None, payload, kind="memory")
+            except Hang as exc:
+                camp.crashed(exc, payload, kind="hang")
+            except Exception as exc:  # noqa: BLE001 - that is what we are looking for
+                camp.disarm()
+                camp.crashed(exc, payload)
+    camp.disarm()
+    print(f"seed {args.seed}: {camp.inputs:,} inputs (windows of 1-40 mutated real lines), {lines:,} lines, "
+          f"{full:,} through the whole analysis and every renderer")
+    return camp.finish({"lines": lines, "whole_analysis": full})
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ def grammar_names() -> list[str]:
     if packaged.is_dir():
         return sorted(p.name[:-5] for p in packaged.iterdir() if p.name.endswith(".lark"))
     checkout = Path(__file__).resolve().parent.parent / "grammars"
-    return sorted(p.stem for p in checkout.glob("*.lark"))
+    return sorted(p.name[:-5] for p in checkout.iterdir() if p.name.endswith(".lark"))
 
 
 @functools.lru_cache(maxsize=None)

@@ -47,6 +47,9 @@ _ARGS = re.compile(r"\((?:[^()]|\([^()]*\))*\)(?:\s*const)?\s*$")   # trailing (
 _TEMPLATE = re.compile(r"<[^<>]*>")
 _OFFSET = re.compile(r"\+0x[0-9a-fA-F]+$")
 _DECORATION = re.compile(r"(?:@plt|@@?[A-Z_]+[\d.]*|\s*\[clone [^\]]*\])+$")
+# The decorations are searched for in the name's last DECORATION_WINDOW characters only: a
+# `$`-anchored search tries every start, which is quadratic on a long name.
+DECORATION_WINDOW = 256
 _KEEP_ANGLE = ("<signal handler called>", "<module>", "<lambda>", "<listcomp>", "<dictcomp>",
                "<genexpr>", "<setcomp>")
 
@@ -120,7 +123,8 @@ def _strip_templates(name: str) -> str:
 
 def _native_name(function: str) -> str:
     name = _OFFSET.sub("", function.strip())
-    name = _DECORATION.sub("", name)
+    cut = _DECORATION.search(name, max(0, len(name) - DECORATION_WINDOW))
+    name = name[:cut.start()] if cut else name
     name = _ARGS.sub("", name).strip()
     name = _strip_templates(name)
     return scrub(name).strip()

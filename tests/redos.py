@@ -6,11 +6,18 @@ tool uses are imported first and their patterns set aside; then every postmortem
 module is imported, the knowledge files and catalogs are loaded, every grammar is
 built and a few fixture bundles are analysed, so patterns compiled lazily (lark
 terminals, knowledge messages, inline `re.search` literals in re's cache) are caught
-too.  Each pattern is then searched on attack strings: long runs of the characters
-its quantifiers can accept, alone, in pairs and after the literal words of the
-pattern, with a failing character at the end.  A pattern is flagged when one search
-on an 8 KiB string (the line window the reader enforces) takes more than a bound and
-the time grows faster than linearly from 2 KiB to 8 KiB.
+too.  The knowledge files' patterns (messages, separators, frame lists, the message
+catalogs) are enumerated from the files, each with the way the code runs it.
+
+Each pattern is run the way the tool runs it (`search` anywhere in a line; `match` at one
+position for lark terminals, which the lexer only tries at a token boundary, and for the
+anchored catalogs and frame lists) on attack strings: long runs of the characters its
+quantifiers can accept, alone, in pairs and after the literal words of the pattern, with
+a failing character at the end.  A pattern is flagged when the run on a string of its
+window (the line cap the reader enforces, or the smaller slice its caller takes) costs
+more than a bound in CPU time AND costs more than RATIO times the run on an eighth of
+that string (linear: 8, quadratic: 64).  CPU time of this thread, best of three: a loaded
+machine slows the wall clock, not the work.
 """
 from __future__ import annotations
 
@@ -20,6 +27,7 @@ import pkgutil
 import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +42,20 @@ PARSER_WORDS = ["NCCL WARN", "NCCL INFO", "NCCL failure", "Caught signal", "kern
                 "nThread", "| Asserted", "- Assertion", "backtrace (tid:", "Exception raised from", "ECC"]
 
 
+RATIO = 24.0        # between linear (8) and quadratic (64) growth over 8x the length
+BOUND_S = 0.005     # CPU seconds a run on the whole window may take before growth is measured
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One pattern and how the tool runs it."""
+
+    pattern: re.Pattern
+    how: str = "search"          # "search" | "match"
+    window: int = WINDOW         # the longest text it is ever given
+    origin: str = "module"
+
+
 def _patterns_now() -> dict[int, re.Pattern]:
     return {id(o): o for o in gc.get_objects() if isinstance(o, re.Pattern)}
 
@@ -43,7 +65,8 @@ def collect() -> list[re.Pattern]:
     for lib in ("lark", "rich", "rich.console", "rich.table", "rich.markup", "jinja2", "dateutil.parser",
                 "dateutil.tz", "elftools.elf.elffile", "tarfile", "zipfile", "gzip", "json", "shlex",
                 "argparse", "email.utils", "tomllib", "zoneinfo", "html", "html.parser", "urllib.parse",
-                "string", "textwrap", "locale", "fnmatch", "glob", "inspect", "dataclasses", "typing"):
+                "string", "textwrap", "locale", "fnmatch", "glob", "inspect", "dataclasses", "typing", "difflib",
+                "pathlib", "shutil", "tempfile", "subprocess", "zoneinfo", "unicodedata"):
         try:
             importlib.import_module(lib)
         except ImportError:
@@ -65,6 +88,76 @@ def collect() -> list[re.Pattern]:
             continue
         found.setdefault((p.pattern, p.flags), p)
     return sorted(found.values(), key=lambda p: p.pattern)
+
+
+def lark_terminals() -> tuple[set[str], set[str]]:
+    """(terminal regexps, terminal names) of every grammar."""
+    from postmortem import grammar
+
+    regexps, names = set(), set()
+    for name in grammar.grammar_names():
+        try:
+            parser = grammar.load(name)
+        except Exception:  # noqa: BLE001
+            continue
+        for term in getattr(parser, "terminals", ()):
+            regexps.add(term.pattern.to_regexp())
+            names.add(term.name)
+    return regexps, names
+
+
+def _is_lexer_pattern(pattern: str, regexps: set[str], names: set[str]) -> bool:
+    """A lark terminal, or lark's alternation of named terminals: run by the lexer with
+    `match` at a token boundary."""
+    if pattern in regexps:
+        return True
+    groups = re.findall(r"\(\?P<(\w+)>", pattern)
+    return pattern.startswith("(?P<") and bool(groups) and all(g in names for g in groups)
+
+
+def knowledge_patterns() -> list[Checked]:
+    """The knowledge files' patterns, each with the way and the window the code uses."""
+    from postmortem import knowledge, stacks
+    from postmortem.classify.rules import base
+    from postmortem.knowledge import catalog
+
+    k = knowledge.load()
+    out = [Checked(m.regex, "search", WINDOW, f"messages.toml {m.id}") for m in k.messages]
+    out += [Checked(p, "search", 400, "separators.txt") for p in base._separators()]   # says_something: text[:400]
+    lists = stacks.frame_lists()
+    out += [Checked(p, "match", WINDOW, f"frames/{name}.txt") for name in stacks.FRAME_LISTS for p in getattr(lists, name)]
+    for name, how in (("nccl", "match"), ("pytorch", "search"), ("kernel", "search")):
+        _, entries = catalog._catalog(name)
+        out += [Checked(re.compile(e.regex), how, WINDOW, f"catalogs/{name}.json {e.id}") for e in entries if e.regex]
+    _, _, rules, _ = catalog._nccl_index()
+    out += [Checked(rx, "search", WINDOW, "catalogs/nccl.json file_rules") for rx, _, _ in rules]
+    return out
+
+
+def bounded_windows() -> dict[tuple[str, int], tuple[int, str]]:
+    """Module patterns whose callers pass them less than the line window: (pattern, flags) ->
+    (window, where the bound is)."""
+    from postmortem import stacks
+
+    return {(stacks._DECORATION.pattern, stacks._DECORATION.flags): (stacks.DECORATION_WINDOW, "stacks._native_name")}
+
+
+def collect_all() -> list[Checked]:
+    """Every pattern the package compiles and every knowledge pattern, deduplicated by
+    (pattern, flags, how), each with how it runs."""
+    compiled = collect()          # first: it sets aside what was compiled before postmortem was imported
+    regexps, names = lark_terminals()
+    found: dict[tuple[str, int, str], Checked] = {}
+    for c in knowledge_patterns():
+        found.setdefault((c.pattern.pattern, c.pattern.flags, c.how), c)
+    windows = bounded_windows()
+    for p in compiled:
+        lexer = _is_lexer_pattern(p.pattern, regexps, names)
+        window, where = windows.get((p.pattern, p.flags), (WINDOW, "module"))
+        c = Checked(p, "match" if lexer else "search", window, "lark terminal" if lexer else where)
+        if not any(key[:2] == (p.pattern, p.flags) for key in found):
+            found[(p.pattern, p.flags, c.how)] = c
+    return sorted(found.values(), key=lambda c: (c.pattern.pattern, c.how))
 
 
 def _warm_up() -> None:
@@ -112,25 +205,30 @@ def attacks(p: re.Pattern, n: int) -> list[str]:
     return out
 
 
-def _time(p: re.Pattern, s: str) -> float:
-    t = time.perf_counter()
-    p.search(s)
-    return time.perf_counter() - t
+def _cpu(run, s: str, times: int = 1) -> float:
+    best = float("inf")
+    for _ in range(times):
+        t = time.thread_time()
+        run(s)
+        best = min(best, time.thread_time() - t)
+    return best
 
 
-def check(p: re.Pattern, bound: float = 0.05, ratio: float = 6.0) -> tuple[float, str] | None:
-    """(seconds, attack) when one search of `p` on an attack of WINDOW characters takes
-    more than `bound` and grows more than `ratio` times from a quarter of the size
-    (linear: 4, quadratic: 16, cubic: 64), else None."""
-    for s in attacks(p, WINDOW):
-        t = _time(p, s)
-        if t <= bound:
+def check(c: Checked | re.Pattern, bound: float = BOUND_S, ratio: float = RATIO) -> tuple[float, float, str] | None:
+    """(CPU seconds on the window, growth over 8x the length, attack) when the pattern is
+    super-linear on one of its attack strings, else None."""
+    if isinstance(c, re.Pattern):
+        c = Checked(c)
+    run = c.pattern.search if c.how == "search" else c.pattern.match
+    big, small = attacks(c.pattern, c.window), attacks(c.pattern, c.window // 8)
+    for s, s_small in zip(big, small):
+        if _cpu(run, s) <= bound:
             continue
-        small = s[: len(s) // 4] if not s.endswith(" NCCL WARN x") else "[" * (WINDOW // 4) + " NCCL WARN x"
-        t_small = min(_time(p, small) for _ in range(3))
-        t_big = min([t] + [_time(p, s) for _ in range(2)])
-        if t_big > bound and t_big > ratio * max(t_small, 1e-4):
-            return t_big, s[:40]
+        t_big = _cpu(run, s, 3)
+        t_small = _cpu(run, s_small, 3)
+        growth = t_big / max(t_small, 1e-5)
+        if t_big > bound and growth > ratio:
+            return t_big, growth, s[:40]
     return None
 
 
@@ -164,14 +262,16 @@ def main() -> int:
     print(f"end to end: {len(worst)} attack lines of {WINDOW} chars; slowest:")
     for t, line in worst[:5]:
         print(f"  {t:.3f}s {line!r}")
-    pats = collect()
-    print(f"{len(pats)} patterns")
+    checked = collect_all()
+    hows = {h: sum(c.how == h for c in checked) for h in ("search", "match")}
+    print(f"{len(checked)} patterns ({hows['search']} run with search, {hows['match']} with match)")
     bad = 0
-    for p in pats:
-        hit = check(p)
+    for c in checked:
+        hit = check(c)
         if hit:
             bad += 1
-            print(f"SLOW {hit[0]:.3f}s on {hit[1]!r}: {p.pattern[:160]!r}")
+            print(f"SLOW {hit[0]:.3f}s CPU, x{hit[1]:.0f} over 8x the length, on {hit[2]!r}: "
+                  f"{c.how} {c.origin}: {c.pattern.pattern[:160]!r}")
     print(f"{bad} flagged")
     return 1 if bad else 0
 

@@ -40,7 +40,7 @@ KEEP_PREFIX_PATTERNS = [
 ]
 ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)(?P<sep>=|: )(?P<value>[^\s,;]+)")
 SCHEME = re.compile(r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://")
-BARE_USERINFO = re.compile(r"(?<![\w/:@.])[A-Za-z0-9._%+\-]+:[^\s@/:]+@(?=[A-Za-z0-9])")
+BARE_USERINFO = re.compile(r"(?<![\w/:@.])[A-Za-z0-9._%+\-]{1,256}:[^\s@/:]+@(?=[A-Za-z0-9])")
 PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
 PEM_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
 

@@ -29,7 +29,7 @@ STRENGTHS = ("strong", "weak")
 # of its exit, of an uncaught exception, killed by the kernel, or a shell/launcher line
 # naming the signal.
 DEATHS = ("", "fatal_signal", "exit", "exception", "kernel_kill", "reported")
-_ID = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+")
+_ID = re.compile(r"(?<![a-z0-9_.])[a-z][a-z0-9_]*+(?:\.[a-z0-9_]++)+")
 
 
 @dataclass(frozen=True, slots=True, eq=False)   # identity: one object per registered id

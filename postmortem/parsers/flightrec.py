@@ -59,7 +59,7 @@ PICKLE_PROTOCOLS = b"\x02\x03\x04\x05"
 STATES = ("scheduled", "started", "completed")
 DONE_STATE = 2
 
-_RANK_IN_NAME = re.compile(r"(\d+)(?:\.(?:pkl|pickle|json|bin|dump))?$", re.I)
+_RANK_IN_NAME = re.compile(r"(?<!\d)(\d+)(?:\.(?:pkl|pickle|json|bin|dump))?$", re.I)
 _RANK_WORD = re.compile(r"rank[_-]?(\d+)", re.I)
 
 

@@ -19,7 +19,7 @@ class NcclVersionMismatch(Rule):
         versions: dict[str, list[Event]] = defaultdict(list)
         for e in case.events:
             v = e.data.get("version") if e.kind in (KIND.nccl_version, KIND.msg_nccl_error_in) else None
-            if isinstance(v, str) and re.fullmatch(r"\d+\.\d+\.\d+", v.split("+")[0]):
+            if isinstance(v, str) and re.fullmatch(r"(?<![\d.])\d+\.\d+\.\d+", v.split("+")[0]):
                 versions[v.split("+")[0]].append(e)
         if len(versions) < 2:
             return []
