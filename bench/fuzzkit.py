@@ -83,20 +83,19 @@ class Campaign:
     # ------------------------------------------------------------------ findings
     def crashed(self, exc: BaseException | None, payload: dict[str, Any], kind: str | None = None) -> str:
         """Keep one input per crasher class; returns the class."""
-        if kind is None:
-            assert exc is not None
+        if exc is not None:
             tb = traceback.extract_tb(exc.__traceback__)
             inner = next((f for f in reversed(tb) if "/postmortem/" in f.filename), tb[-1] if tb else None)
             where = f"{Path(inner.filename).stem}.{inner.name}" if inner else "?"
-            kind = f"{type(exc).__name__}-{where}"
+            kind = f"{kind or type(exc).__name__}-{where}"     # a hang is named by where it was stuck
         first = kind not in self.findings
         self.findings[kind] = self.findings.get(kind, 0) + 1
         if first:
             self.crash_dir.mkdir(parents=True, exist_ok=True)
             detail = "".join(traceback.format_exception(exc)[-6:]) if exc is not None else kind
             path = self.crash_dir / (re.sub(r"[^A-Za-z0-9_.-]+", "_", kind)[:120] + ".json")
-            path.write_text(json.dumps({"target": self.target, "seed": self.seed, "input_no": self.inputs,
-                                        "class": kind, "detail": detail, **payload}, indent=1) + "\n")
+            _write(path, json.dumps({"target": self.target, "seed": self.seed, "input_no": self.inputs,
+                                     "class": kind, "detail": detail, **payload}, indent=1) + "\n")
             print(f"[{self.target} seed {self.seed}] FINDING {kind} at input {self.inputs:,}: {path}\n{detail}",
                   flush=True)
         return kind
@@ -112,8 +111,8 @@ class Campaign:
             return False
         self.corpus_dir.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha1(min(new).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        (self.corpus_dir / f"{name}.json").write_text(
-            json.dumps({"features": sorted(new), **payload}, indent=1, ensure_ascii=True) + "\n")
+        _write(self.corpus_dir / f"{name}.json",
+               json.dumps({"features": sorted(new), **payload}, indent=1, ensure_ascii=True) + "\n")
         return True
 
     def corpus(self) -> list[dict[str, Any]]:
@@ -137,6 +136,13 @@ class Campaign:
         print(f"[{self.target} seed {self.seed}] {self.inputs:,} inputs in {seconds:.0f} s; "
               f"findings: {self.findings or 'none'}", flush=True)
         return 0
+
+
+def _write(path: Path, text: str) -> None:
+    """Whole or not at all: the replay test may read the folder while a fuzzer writes."""
+    tmp = path.with_suffix(".part")
+    tmp.write_text(text)
+    tmp.replace(path)
 
 
 def shape(text: str) -> str:

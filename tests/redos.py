@@ -54,6 +54,7 @@ class Checked:
     how: str = "search"          # "search" | "match"
     window: int = WINDOW         # the longest text it is ever given
     origin: str = "module"
+    sample: str = ""             # a line it matches (knowledge messages): its cut copies repeated attack it
 
 
 def _patterns_now() -> dict[int, re.Pattern]:
@@ -122,7 +123,7 @@ def knowledge_patterns() -> list[Checked]:
     from postmortem.knowledge import catalog
 
     k = knowledge.load()
-    out = [Checked(m.regex, "search", WINDOW, f"messages.toml {m.id}") for m in k.messages]
+    out = [Checked(m.regex, "search", WINDOW, f"messages.toml {m.id}", m.sample) for m in k.messages]
     out += [Checked(p, "search", 400, "separators.txt") for p in base._separators()]   # says_something: text[:400]
     lists = stacks.frame_lists()
     out += [Checked(p, "match", WINDOW, f"frames/{name}.txt") for name in stacks.FRAME_LISTS for p in getattr(lists, name)]
@@ -193,7 +194,7 @@ def _warm_up() -> None:
     del k
 
 
-def attacks(p: re.Pattern, n: int) -> list[str]:
+def attacks(p: re.Pattern, n: int, sample: str = "") -> list[str]:
     words = list(dict.fromkeys(re.findall(r"(?<![\\(?])[A-Za-z_]{3,}", p.pattern)))[:8]
     runs = [c * n for c in CHARS]
     out = [r for r in runs] + [r + "\x00" for r in runs[:4]]
@@ -202,6 +203,13 @@ def attacks(p: re.Pattern, n: int) -> list[str]:
     for w in words:
         out += [w + " " + c * n for c in " \ta1:._-/["]
         out += [(w + " ") * (n // (len(w) + 1))]
+    if sample:
+        # the line it is written for, cut at several places (so it fails late) and repeated:
+        # many starts that each get far, the shape of a spliced or flooded log line
+        for cut in (len(sample) // 4, len(sample) // 2, 3 * len(sample) // 4, len(sample) - 2, len(sample)):
+            piece = sample[:max(cut, 1)]
+            out.append((piece * (n // len(piece) + 1))[:n])
+            out.append((piece + " ") * (n // (len(piece) + 1)))
     return out
 
 
@@ -220,7 +228,7 @@ def check(c: Checked | re.Pattern, bound: float = BOUND_S, ratio: float = RATIO)
     if isinstance(c, re.Pattern):
         c = Checked(c)
     run = c.pattern.search if c.how == "search" else c.pattern.match
-    big, small = attacks(c.pattern, c.window), attacks(c.pattern, c.window // 8)
+    big, small = attacks(c.pattern, c.window, c.sample), attacks(c.pattern, c.window // 8, c.sample)
     for s, s_small in zip(big, small):
         if _cpu(run, s) <= bound:
             continue
