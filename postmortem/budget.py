@@ -12,6 +12,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 
+# One bundle's wall-time budget, the default of `analyze --time-limit` and `triage --time-limit`:
+# at it, reading stops and the verdict is made from what was read (Analysis.limits says so).
+DEFAULT_SECONDS = 60.0
+
+
 @dataclass(frozen=True)
 class Budget:
     bytes: int = 1 << 30             # decompressed or read bytes over the whole bundle

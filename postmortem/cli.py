@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from postmortem import __version__
+from postmortem.budget import DEFAULT_SECONDS
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
 EXIT_BROKEN_PIPE = 141   # what a shell reports for a writer killed by SIGPIPE (`... | head`)
@@ -105,8 +106,10 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--rules", metavar="FILE", action="append", type=Path, default=[], help="extra knowledge file (TOML)")
     a.add_argument("--gdb", action="store_true", help="add a gdb backtrace for cores when gdb and the executable exist")
     a.add_argument("--explain", action="store_true", help="print the classifier's decision trace")
-    a.add_argument("--time-limit", metavar="SECONDS", type=float, default=None,
-                   help="stop reading after this many seconds and decide from what was read (exit 0)")
+    a.add_argument("--time-limit", metavar="SECONDS", type=float, default=DEFAULT_SECONDS,
+                   help=f"stop reading after this many seconds and decide from what was read, saying so "
+                        f"(exit 0; default {DEFAULT_SECONDS:g})")
+    a.add_argument("--no-time-limit", action="store_true", help="read the whole bundle however long it takes")
     a.add_argument("--allow-hardlinks", action="store_true",
                    help="read bundle files that have more than one hard link (refused by default)")
     a.add_argument("-q", "--quiet", action="store_true",
@@ -288,7 +291,8 @@ def cmd_analyze(args) -> int:
 
     if args.json == "-" and args.markdown == "-":
         raise UsageError("--json - and --markdown - would both go to stdout: send one of them to a file")
-    analysis = _analyze(args.bundle, args.rules, args.tz, args.gdb, args.time_limit, args.allow_hardlinks)
+    analysis = _analyze(args.bundle, args.rules, args.tz, args.gdb, None if args.no_time_limit else args.time_limit,
+                        args.allow_hardlinks)
     stdout_taken = args.json == "-" or args.markdown == "-"
     from_stdin = str(args.bundle) == "-"
     named = args.bundle if from_stdin else args.bundle.resolve()
@@ -304,10 +308,10 @@ def cmd_analyze(args) -> int:
         get("terminal").render(analysis, sys.stdout, options)
         if args.explain:
             print("\n".join(analysis.verdict.trace))
-        for note in analysis.limits:
-            print(f"note: {note}", file=sys.stderr)
     elif args.explain:
         print("\n".join(analysis.verdict.trace), file=sys.stderr)
+    for note in analysis.limits:   # on stderr whatever stdout carries: a cut analysis always says so
+        print(f"note: {note}", file=sys.stderr)
     return EXIT_OK
 
 

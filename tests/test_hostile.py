@@ -272,6 +272,39 @@ def test_time_limit_on_the_command_line(tmp_path):
     assert rc == 0 and "Traceback" not in err
 
 
+def test_analyze_has_a_wall_time_budget_by_default():
+    from postmortem.budget import DEFAULT_SECONDS
+    from postmortem.cli import _parser as build_parser
+
+    args = build_parser().parse_args(["analyze", "b"])
+    assert args.time_limit == DEFAULT_SECONDS <= 60 and not args.no_time_limit
+    assert build_parser().parse_args(["analyze", "b", "--no-time-limit"]).no_time_limit
+
+
+def test_a_slow_bundle_ends_at_its_budget_says_so_everywhere_and_exits_0(tmp_path, outside):
+    """A bundle made slow (DELIBERATELY HOSTILE: 60,000 distinct NCCL WARN lines, then more
+    files) under a budget of a microsecond: reading stops at once, whatever the machine's
+    speed; the verdict is made, every output says it was cut, exit 0."""
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "a.log").write_text("".join(f"host{i}:1:2 [0] NCCL WARN slow line {i} {i * 7919 % 104729}\n"
+                                     for i in range(60_000)))
+    for name in ("b.log", "c.log"):
+        (b / name).write_bytes(XID_LINE)
+    rc, everything, _ = _analyze_cli(b, tmp_path, "--time-limit", "0.000001")
+    assert rc == 0
+    out = tmp_path / "out"
+    limits = json.loads((out / "r.json").read_text())["limits"]
+    assert limits and "time limit of 1e-06 s reached" in limits[0]
+    assert "note: analysis stopped early: time limit" in everything            # stderr
+    md = (out / "r.md").read_text()
+    assert "**Note:** analysis stopped early" in md and "time limit of 1e-06 s reached" in md
+    assert "Note: analysis stopped early: time limit" in (out / "r.html").read_text()
+    # with stdout taken by the JSON, the note still goes to stderr
+    rc, stdout, err, _ = _cli(["analyze", str(b), "--html", "-", "--json", "-", "--time-limit", "0.000001"], tmp_path)
+    assert rc == 0 and json.loads(stdout)["limits"] and "note: analysis stopped early" in err
+
+
 # ------------------------------------------------------------------ reads stay inside
 
 def test_hard_link_to_a_file_outside_is_refused(tmp_path, outside):

@@ -38,6 +38,7 @@ def render(a: Analysis, report: str | None = None) -> str:
     if report:
         facts.append(("report", markdown_code(report, 120)))
     head += [" · ".join(f"**{k}** {val}" for k, val in facts), ""]
+    head += [f"> **Note:** {markdown_text(note, 300)}" for note in a.limits] + ([""] if a.limits else [])
     from postmortem.report import collectives_view
 
     hang = collectives_view.summary(a)

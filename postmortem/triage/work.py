@@ -17,7 +17,9 @@ from postmortem.model import Basis
 from postmortem.triage.discover import Task
 
 ERROR_REASON_CHARS = 80
-BUNDLE_SECONDS = 60.0     # default time budget of one bundle (triage --time-limit)
+from postmortem.budget import DEFAULT_SECONDS
+
+BUNDLE_SECONDS = DEFAULT_SECONDS     # default time budget of one bundle (triage --time-limit)
 TIMEOUT_SIGNATURE = "timeout"
 
 
