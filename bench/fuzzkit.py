@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import resource
 import signal
@@ -140,7 +141,7 @@ class Campaign:
 
 def _write(path: Path, text: str) -> None:
     """Whole or not at all: the replay test may read the folder while a fuzzer writes."""
-    tmp = path.with_suffix(".part")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")   # one per process: fuzzers run side by side
     tmp.write_text(text)
     tmp.replace(path)
 
