@@ -1,8 +1,8 @@
 """Time and peak memory of `postmortem analyze` on DELIBERATELY HOSTILE bundles (issue 19).
 
 The bundles are generated here into a temporary folder (no bomb is kept in the repo).
-Each run is a subprocess with a timeout; the figures are wall time, peak RSS and exit
-code.  Compare two checkouts with --pythonpath:
+Each run is a subprocess with a timeout; the figures are wall time, peak RSS, exit code,
+and the verdict's cause with the number of budget notes.  Compare two checkouts with --pythonpath:
 
     python bench/hostile_bench.py                      # this checkout
     python bench/hostile_bench.py --pythonpath /tmp/old --timeout 120
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import subprocess
 import sys
@@ -138,8 +139,50 @@ def _deep_tree(d: Path) -> Path:
     return b
 
 
+MILLION = 1_000_000
+XID = b"[  12.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
+
+
+def _tar_1m_members(d: Path) -> Path:
+    """One real member, then a million empty ones (ustar headers made from one template)."""
+    p = d / "million-members.tar"
+    head = _tar_header("dmesg.txt", len(XID), tarfile.REGTYPE) + XID + b"\0" * (-len(XID) % 512)
+    template = bytearray(_tar_header("x", 0, tarfile.REGTYPE))
+    template[0:100] = bytes(100)
+    template[148:156] = b" " * 8
+    base = sum(template)
+    with open(p, "wb") as f:
+        f.write(head)
+        block = []
+        for i in range(MILLION):
+            name = b"e%07d.log" % i
+            h = bytearray(template)
+            h[0:len(name)] = name
+            h[148:156] = b"%06o\0 " % (base + sum(name))
+            block.append(bytes(h))
+            if len(block) == 8192:
+                f.write(b"".join(block))
+                block.clear()
+        f.write(b"".join(block) + b"\0" * 1024)
+    return p
+
+
+def _folder_1m_files(d: Path) -> Path:
+    """A real dmesg, then a million empty files in one folder."""
+    b = d / "million-files"
+    b.mkdir()
+    (b / "0-dmesg.txt").write_bytes(XID)
+    fd = os.open(b, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for i in range(MILLION):
+            os.close(os.open(f"f{i:07}.log", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+    return b
+
+
 CASES = [_gz_newlines, _identical_warn, _zip_overlap, _pax_size, _gnu_longname, _cve_pax, _tgz_member_bomb,
-         _redos_lines, _sparse_hole, _deep_tree]
+         _redos_lines, _sparse_hole, _deep_tree, _tar_1m_members, _folder_1m_files]
 
 
 def main() -> int:
@@ -164,14 +207,21 @@ def main() -> int:
                 wall, rss = err.decode().strip().splitlines()[-1].split()[-2:]
                 rc = proc.returncode
                 tb = "Traceback" in err.decode(errors="replace")
+                said = ""
+                if rc == 0 and (d / "out.json").exists():
+                    doc = json.loads((d / "out.json").read_text())
+                    said = f"  {doc['verdict']['cause']}; {len(doc.get('limits', []))} limit note(s)"
+                    (d / "out.json").unlink()
                 print(f"{make.__name__[1:]:18} exit {rc}  {float(wall):7.1f} s  {int(rss) / 1024:8.0f} MiB"
-                      f"{'  TRACEBACK' if tb else ''}", flush=True)
+                      f"{'  TRACEBACK' if tb else ''}{said}", flush=True)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, 9)  # the analysis we started, and only it
                 proc.communicate()
                 print(f"{make.__name__[1:]:18} TIMEOUT after {time.monotonic() - t:.0f} s", flush=True)
-            if make is _deep_tree:
+            if make in (_deep_tree, _folder_1m_files):
                 subprocess.run(["rm", "-rf", str(target)], check=False)
+            elif target.is_file():
+                target.unlink()
     return 0
 
 

@@ -58,10 +58,22 @@ def _index(items: list[str], item: str, start: int) -> int | None:
 
 
 def blocks(chunks: Iterable[bytes], size: int = BLOCK_BYTES) -> Iterator[bytes]:
-    """The chunks joined into pieces of about `size` bytes, each ending after a newline (or at EOF)."""
+    """The chunks joined into pieces of about `size` bytes, each ending after a newline (or at EOF).
+
+    A line longer than a piece is yielded as its first `size` bytes or more (readers cut it
+    to the line cap anyway) and the rest of it, up to its newline, is skipped unjoined:
+    memory and time stay linear however long a line is (8 KB of text, then a 100 GB hole)."""
     parts: list[bytes] = []
     have = 0
+    skipping = False
     for chunk in chunks:
+        if skipping:
+            newline = chunk.find(b"\n")
+            if newline < 0:
+                continue
+            chunk, skipping = chunk[newline + 1:], False
+            if not chunk:
+                continue
         parts.append(chunk)
         have += len(chunk)
         if have < size:
@@ -69,7 +81,8 @@ def blocks(chunks: Iterable[bytes], size: int = BLOCK_BYTES) -> Iterator[bytes]:
         data = b"".join(parts)
         cut = data.rfind(b"\n")
         if cut < 0:
-            parts, have = [data], len(data)
+            yield data + b"\n"      # the line's newline, skipped below, ends its head here
+            parts, have, skipping = [], 0, True
             continue
         rest = data[cut + 1:]
         parts, have = ([rest] if rest else []), len(rest)

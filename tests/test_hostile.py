@@ -33,17 +33,25 @@ CANARY = "CANARY-7f3a9c-must-never-appear"
 
 
 def _tree_hash(path: Path) -> str:
+    """Names, link targets, sizes, modification times and first MiB of every file: any write
+    changes it, and a 100 GB sparse file costs one MiB to hash."""
     h = hashlib.sha256()
+
+    def file(p: Path) -> None:
+        st = p.stat()
+        h.update(f"{st.st_size} {st.st_mtime_ns}".encode())
+        with open(p, "rb") as f:
+            h.update(f.read(1 << 20))
+
     if path.is_file():
-        h.update(path.read_bytes())
+        file(path)
         return h.hexdigest()
     for p in sorted(path.rglob("*")):
         h.update(str(p.relative_to(path)).encode())
         if p.is_symlink():
             h.update(os.readlink(p).encode())
         elif p.is_file():
-            with open(p, "rb") as f:
-                h.update(f.read(1 << 20))
+            file(p)
     return h.hexdigest()
 
 
@@ -57,10 +65,12 @@ def outside(tmp_path: Path) -> Path:
 
 
 def _cli(args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple[int, str, str, int]:
-    """Run the CLI in a subprocess; returns (exit code, stdout, stderr, peak RSS in KiB)."""
-    driver = ("import resource, sys\nfrom postmortem.cli import main\nrc = main(sys.argv[1:])\n"
-              "sys.stdout.flush()\nprint('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
-              "sys.exit(rc)\n")
+    """Run the CLI in a subprocess; returns (exit code, stdout, stderr, peak RSS in KiB).
+    The peak is the process's own VmHWM: ru_maxrss would carry the pytest process's peak
+    over the fork."""
+    driver = ("import re, sys\nfrom postmortem.cli import main\nrc = main(sys.argv[1:])\n"
+              "sys.stdout.flush()\nhwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1]\n"
+              "print('RSS', hwm, file=sys.stderr)\nsys.exit(rc)\n")
     p = subprocess.run([sys.executable, "-c", driver, *args], cwd=cwd, input=stdin, capture_output=True,
                        timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     out, err = p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
@@ -232,6 +242,8 @@ def test_folder_of_many_files_is_read_up_to_the_budget(tmp_path):
     entries, _ = bundle.open_bundle(b, meter)
     assert len(entries) == 50
     assert any("more than 50 files" in n for n in meter.notes)
+    # the first 50 in name order, whatever order the file system lists them in
+    assert [e.path for e in entries] == ["0-dmesg.txt"] + [f"f{i:05}.txt" for i in range(49)]
 
 
 def test_text_then_a_100_gb_hole_is_bounded(tmp_path, outside):

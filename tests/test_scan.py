@@ -130,3 +130,15 @@ def test_every_fixture_verdict_is_unchanged_by_the_scan(monkeypatch):
     assert len(bundles) > 50
     for b in bundles:
         assert _verdict(b, 0, monkeypatch) == _verdict(b, 1 << 60, monkeypatch), b
+
+
+def test_a_line_longer_than_a_block_is_cut_not_joined():
+    """A line of 200 blocks' worth of NULs (DELIBERATELY HOSTILE, made here) between real
+    lines: each piece stays about one block, the long line is cut, the next line is read
+    at its number."""
+    xid = b"[  12.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
+    chunks = [xid] + [b"\0" * 1000] * 200 + [b"\0" * 10 + b"\n" + xid]
+    pieces = list(scan.blocks(iter(chunks), size=4096))
+    assert max(map(len, pieces)) <= 4096 + 2 * 1000 + 1    # a block and at most two chunks, never the line
+    lines = [line for piece in pieces for line in scan.split_lines(piece.decode())[0]]   # as _Reader.block
+    assert [i for i, line in enumerate(lines, 1) if "Xid" in line] == [1, 3] and len(lines) == 3
