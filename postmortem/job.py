@@ -214,7 +214,7 @@ def find_window(events: list[Event], facts: list[Fact] = ()) -> Window:  # type:
     if start and end and end.when.at < start.when.at:  # type: ignore[union-attr,operator]
         end = None
     pids = {e.pid for e in events if e.pid is not None and e.ref.path not in kfiles}
-    pids |= {int(f.value) for f in facts if f.name == "job.pid" and str(f.value).isdigit()}
+    pids |= {int(f.value) for f in facts if f.name == "job.pid" and str(f.value).isdecimal()}
     return Window(start.when.at if start else None, start.ref if start else None,  # type: ignore[union-attr]
                   end.when.at if end else None, end.ref if end else None, frozenset(pids))
 

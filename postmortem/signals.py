@@ -33,7 +33,7 @@ def name_of(value: object) -> str | None:
     text = str(value or "").strip()
     if not text:
         return None
-    if text.isdigit():
+    if text.isdecimal():
         return NAMES.get(int(text))
     upper = text.upper()
     if upper in NUMBERS:

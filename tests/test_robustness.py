@@ -158,7 +158,19 @@ FUZZ_CRASHERS = [
      "oom_memcg=/pmlab,task_memcg=/pmlab,task=python3,pid=24650,uid=0\n"],
     ["[Sun Nov 29 08:35:26 2026] oom-kill:constraint=\u2fdcONSTRAINT_MEMCG,nodemask=(null),cpuset=/\n"],
     ["[dgxa100:1035 :\x1e:1035] Caught signal 7 (Bus error: nonexistent physical address)\n"],
+    # seed 22 of this session: a circled digit is a digit to str.isdigit() but not to int()
+    ['Thread 12339 (idle): "Thread-2 (dump_on_sigterm)"\n', "    Thread.run (threading.py:98\u2462)\n"],
 ]
+
+
+@pytest.mark.parametrize("text", ["98\u2462", "\u00b3", "1\u00b2", "\u2460\u2461"])
+def test_digits_int_cannot_read_are_not_numbers(text):
+    """str.isdigit() is true for superscripts and circled digits, which int() rejects: every
+    parser and rule asks isdecimal() before int() (a fuzz find)."""
+    from postmortem import signals
+
+    assert text.isdigit() and not text.isdecimal()
+    assert signals.name_of(text) is None     # it raised ValueError before
 
 
 @pytest.mark.parametrize("lines", FUZZ_CRASHERS)

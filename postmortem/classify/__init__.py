@@ -241,7 +241,7 @@ def _pointers_in_bundle(case: Case) -> list[str]:
     if not any(e.kind == KIND.py_exception for e in case.events):
         pointers += [f"the stderr of the process that exited with code {e.data['exitcode']} ({e.ref.describe()}): "
                      "its Python traceback is not in the bundle"
-                     for e in case.events if str(e.data.get("exitcode", "")).isdigit() and int(e.data["exitcode"]) > 0][:1]
+                     for e in case.events if str(e.data.get("exitcode", "")).isdecimal() and int(e.data["exitcode"]) > 0][:1]
     return list(dict.fromkeys(pointers))[:3]
 
 

@@ -74,7 +74,7 @@ class _ToTuples(Transformer):
 
     def frame(self, path, lineno, func):
         return ("frame", Frame(function=_known(func), file=_known(path),
-                               line=int(lineno) if lineno.isdigit() else None, language="python"))
+                               line=int(lineno) if lineno.isdecimal() else None, language="python"))
 
     def marker(self, text):
         return ("marker", str(text))

@@ -545,7 +545,7 @@ def _int(v: Any) -> int:
     """Non-negative ints as they are; anything else (absent, None, text) as -1."""
     if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 62:
         return v
-    if isinstance(v, str) and v.isdigit() and len(v) < 19:
+    if isinstance(v, str) and v.isdecimal() and len(v) < 19:
         return int(v)
     return -1
 

@@ -195,7 +195,7 @@ def _json_record(text: str) -> dict | None:
 
 def _micro(value) -> float | None:
     """Journal stamps: microseconds as a decimal string."""
-    if isinstance(value, str) and value.isdigit() and len(value) <= 20:
+    if isinstance(value, str) and value.isdecimal() and len(value) <= 20:
         return int(value) / 1e6
     return None
 
@@ -369,12 +369,12 @@ class KernelParser(LineParser):
             return True
         ident, pid = record.get("SYSLOG_IDENTIFIER"), record.get("SYSLOG_PID")
         if isinstance(ident, str) and ident != "kernel":  # journald split `comm[pid]: ` off the kernel's line
-            msg = f"{ident}[{pid}]: {msg}" if isinstance(pid, str) and pid.isdigit() else f"{ident}: {msg}"
+            msg = f"{ident}[{pid}]: {msg}" if isinstance(pid, str) and pid.isdecimal() else f"{ident}: {msg}"
         extras: dict = {}
         if isinstance(record.get("_HOSTNAME"), str):
             extras["host"] = record["_HOSTNAME"]
         prio = record.get("PRIORITY")
-        if isinstance(prio, str) and prio.isdigit() and int(prio) < 8:
+        if isinstance(prio, str) and prio.isdecimal() and int(prio) < 8:
             extras["level"] = _LEVELS[int(prio)]
         realtime, mono, source = (_micro(record.get(k)) for k in
                                   ("__REALTIME_TIMESTAMP", "__MONOTONIC_TIMESTAMP", "_SOURCE_MONOTONIC_TIMESTAMP"))
@@ -424,7 +424,7 @@ class KernelParser(LineParser):
         detail = fields.get("DETAIL", [""])[0]
         caused = _CAUSED_BY.search(detail)
         gi = fields.get("INT")[:-1]  # GPU-I / GPU-CI numbers precede the code
-        pid = int(pid) if pid and pid.isdigit() else None
+        pid = int(pid) if pid and pid.isdecimal() else None
         self._event(line, "kernel.xid", Severity.ERROR, stamp, extras, code=code, pci=fields["PCI"][0],
                     _pid=pid or None, pid=pid,
                     comm=None if not fields.get("XID_NAME") or fields["XID_NAME"][0] == "<unknown>"

@@ -220,7 +220,7 @@ class _ToRecord(Transformer):
 
     # -- Slurm
     def srun_task(self, host, _word, tasks, status):
-        single = str(tasks).isdigit()
+        single = str(tasks).isdecimal()
         return {**status, "what": "exit", "launcher": "srun", "host": str(host), "tasks": str(tasks),
                 "rank": int(tasks) if single else None}
 

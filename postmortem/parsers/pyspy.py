@@ -106,7 +106,7 @@ def _frame(func: str, where: str) -> Frame:
     """`load_batch (train.py:3)` is Python; `clock_nanosleep (libc.so.6)` and
     `0x7f3a... (libc.so.6)` are native; a native frame with debug info reads `f (x.cc:12)`."""
     path, _, line = where.rpartition(":")
-    if not path or not line.isdigit():
+    if not path or not line.isdecimal():
         path, line = where, ""
     if _PY_FILE.search(path):
         return Frame(function=func, file=path, line=int(line) if line else None, language="python")

@@ -175,7 +175,7 @@ class _FreeBlock(_Block):
         if tree is None:
             return False
         label, *values = [str(t) for t in _tokens(tree)]
-        if self.scale is None and values and values[0].isdigit():
+        if self.scale is None and values and values[0].isdecimal():
             self.scale = 1 if int(values[0]) >= self.BYTES_THRESHOLD else 1024
         row = dict(zip(self.columns, values))
         wanted = {"Mem:": (("total", "mem.total_bytes"), ("available", "mem.available_bytes")),
@@ -244,7 +244,7 @@ class _SmiTableBlock(_Block):
         prefix = f"gpu.{self.gpu}"
         self.sink.fact(line, f"{prefix}.name", name)
         self.sink.fact(line, f"{prefix}.bus_id", bus)
-        if ecc.isdigit():
+        if ecc.isdecimal():
             self.sink.fact(line, f"{prefix}.ecc_uncorrected", int(ecc), text=ecc)
         elif ecc != "N/A":
             self.sink.fact(line, f"{prefix}.smi_error", ecc, text=ecc)

@@ -106,7 +106,7 @@ def _root_process(a: Analysis) -> tuple[int | None, int | None]:
     events = [e for e in a.case.events if (e.ref.path, e.ref.line, e.ref.offset) in cited]
     ranks = [e.rank for e in events if e.rank is not None]
     pids = [e.pid or e.data.get("pid") for e in events if e.pid or e.data.get("pid")]
-    return (ranks[0] if ranks else None), (int(pids[0]) if pids and str(pids[0]).isdigit() else None)
+    return (ranks[0] if ranks else None), (int(pids[0]) if pids and str(pids[0]).isdecimal() else None)
 
 
 def crash_time(a: Analysis) -> str | None:

@@ -98,12 +98,12 @@ class CollectiveTimeout(Rule):
             return []
         timed_out = {e.rank for e in timeouts if e.rank is not None}
         # A rank that others waited for by name (the one to publish the ncclUniqueId) is silent too.
-        awaited = {int(e.data["awaited"]) for e in timeouts if str(e.data.get("awaited", "")).isdigit()} - timed_out
+        awaited = {int(e.data["awaited"]) for e in timeouts if str(e.data.get("awaited", "")).isdecimal()} - timed_out
         world = self._world(case, timed_out)
         silent = sorted((world - timed_out) | awaited) if timed_out else []
         world_known_apart = bool(awaited) or (bool(world - timed_out) and (
             len(timed_out) >= 2 or self._world_size(case) or self._launcher_ranks(case)))
-        seqs = [int(e.data["seq"]) for e in timeouts if str(e.data.get("seq", "")).isdigit()]
+        seqs = [int(e.data["seq"]) for e in timeouts if str(e.data.get("seq", "")).isdecimal()]
         early = bool(seqs) and max(seqs) <= LIMIT.early_seq
         progress = [e for e in case.events if e.kind == KIND.msg_progress_bar]
         busy, waiting = self._dumps(case)
@@ -153,7 +153,7 @@ class CollectiveTimeout(Rule):
     @staticmethod
     def _world_size(case: Case) -> int | None:
         sizes = [int(e.data["nranks"]) for e in case.events
-                 if e.kind == KIND.nccl_init and str(e.data.get("nranks", "")).isdigit()]
+                 if e.kind == KIND.nccl_init and str(e.data.get("nranks", "")).isdecimal()]
         return max(sizes) if sizes else None
 
     @staticmethod
@@ -247,7 +247,7 @@ class CudaBuildNewerThanDriver(Rule):
         drivers = [e for e in case.events if e.kind == KIND.msg_cuda_driver_version]
         if not builds or not drivers:
             return []
-        driver = min(int(e.data["driver"]) for e in drivers if str(e.data.get("driver", "")).isdigit())
+        driver = min(int(e.data["driver"]) for e in drivers if str(e.data.get("driver", "")).isdecimal())
         newer = [e for e in builds if _cuda_number(str(e.data["cuda"])) // 1000 > driver // 1000]
         if not newer:
             return []
