@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import errno
+import gc
 import importlib
 import json
 import os
@@ -289,6 +290,9 @@ def cmd_analyze(args) -> int:
     if args.json == "-" and args.markdown == "-":
         raise UsageError("--json - and --markdown - would both go to stdout: send one of them to a file")
     analysis = _analyze(args.bundle, args.rules, args.tz, args.gdb, args.time_limit, args.allow_hardlinks)
+    # The analysis is millions of acyclic objects kept until exit: left in the collector's
+    # generations, every collection the renderers trigger would walk them all again.
+    gc.freeze()
     stdout_taken = args.json == "-" or args.markdown == "-"
     from_stdin = str(args.bundle) == "-"
     named = args.bundle if from_stdin else args.bundle.resolve()

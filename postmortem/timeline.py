@@ -492,6 +492,10 @@ def _with_year(at: datetime, year_known: bool, year: int | None) -> datetime | N
         return None
 
 
+# One shared value for every event without a time (most lines of a big NCCL bundle).
+_NO_TIME = When(None, Basis.ORDER_ONLY, None, "no time printed")
+
+
 def _place_untimed(placed: list[Event], by_artifact: dict[str, list[int]], case: Case) -> None:
     """Untimed lines sit between the timed lines of the same file; a core by its mtime."""
     mtimes = {a.path: a.mtime for a in case.artifacts}
@@ -518,7 +522,7 @@ def _place_untimed(placed: list[Event], by_artifact: dict[str, list[int]], case:
                 placed[i] = _with_when(e, When(
                     after, Basis.ANCHORED, None, "no time printed; at or before the next timed line of this file"))
             else:
-                placed[i] = _with_when(e, When(None, Basis.ORDER_ONLY, None, "no time printed"))
+                placed[i] = _with_when(e, _NO_TIME)
 
 
 def sort_key(e: Event) -> tuple:
