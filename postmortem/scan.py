@@ -39,7 +39,7 @@ from postmortem.parsers.wrappers import clean, strip
 
 # Artifacts at least this big go through the scanning stage; smaller ones line by line.
 SCAN_MIN_BYTES = 64 << 10
-BLOCK_BYTES = 4 << 20     # bytes decoded at once (newline-aligned); bounds memory per file
+BLOCK_BYTES = 1 << 20     # bytes decoded at once (newline-aligned); bounds memory per file
 DISTINCT_SHARE = 0.5      # a piece with more distinct lines than this share is read line by line
 _KINDS_CAP = 1 << 18      # distinct lines whose class is remembered across blocks
 

@@ -63,6 +63,8 @@ class Sink:
     problems: list[str] = field(default_factory=list)
     # Reading order across the whole bundle: the pipeline shares one counter between sinks.
     counter: Iterator[int] = field(default_factory=itertools.count)
+    _line: Line | None = field(default=None, repr=False, compare=False)
+    _ref: Ref | None = field(default=None, repr=False, compare=False)
 
     def event(self, line: Line, kind: str, severity: Severity = Severity.INFO, *,
               stamp: Stamp | None = None, host: str | None = None, pid: int | None = None,
@@ -76,10 +78,12 @@ class Sink:
                 fields[key] = _shared_str(value)
             elif type(value) is list and value and type(value[0]) is str:
                 value[:] = [_shared_str(v) if type(v) is str and len(v) <= _SHARED_MAX else v for v in value]
+        if line is not self._line:  # a message matched on a line a parser read: one Ref for both
+            self._line, self._ref = line, line.ref()
         ev = Event(
             kind=kind,
-            text=line.text if text is None else text,
-            ref=line.ref(),
+            text=line.text if text is None else _shared_str(text) if len(text) <= _SHARED_MAX else text,
+            ref=self._ref,
             severity=severity,
             stamp=stamp if stamp is not None else line.stamp,
             host=_shared_str(host) if type(host) is str else host,
