@@ -56,7 +56,10 @@ class CatalogReadings(Rule):
     id = "catalog"
 
     def findings(self, case, k, trace):
-        claimed = {(e.ref.path, e.ref.line) for e in case.events if e.kind.startswith(_PATTERN_KINDS_PREFIX)}
+        # A pattern that reads a cause owns its line; a context pattern (cause "") only names
+        # what the line is, so the catalogs still read why (a "CUDA error: <text>" line).
+        reading = {f"{_PATTERN_KINDS_PREFIX}{m.id}" for m in k.messages if m.cause}
+        claimed = {(e.ref.path, e.ref.line) for e in case.events if e.kind in reading}
         groups: dict[tuple[str, str, str], list[Event]] = defaultdict(list)
         details: dict[tuple[str, str, str], str] = {}
         seen: set[tuple] = set()
