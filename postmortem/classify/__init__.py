@@ -248,7 +248,10 @@ def _pointers_in_bundle(case: Case) -> list[str]:
 def _unknown(case: Case, k: Knowledge, findings: list[Finding], scores: dict[str, float],
              trace: list[str], leaning: str | None = None) -> Verdict:
     u = k.causes["unknown"]
-    best = sorted(scores, key=lambda c: (c != leaning, -scores[c]))
+    # The best guess is a cause something points at as a root; a cause only its symptoms
+    # suggest (a timeout's "the collective was stuck") comes after.
+    root_capable = {f.cause for f in findings if f.role == "root"}
+    best = sorted(scores, key=lambda c: (c != leaning, c not in root_capable, -scores[c]))
     collect = _pointers_in_bundle(case) + list(u.collect)
     for c in best[:2]:
         collect.extend(x for x in k.causes[c].collect if x not in collect)
