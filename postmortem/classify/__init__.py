@@ -213,7 +213,10 @@ def _pick_root(by_cause, scores, k, trace) -> str | None:
         if first != best:
             trace.append(f"resolve: {first} happened before {best} and is close in support: root is {first}")
         return first
-    pick = max(contenders, key=lambda c: (PRECEDENCE[k.causes[c].category], scores[c]))
+    # Category precedence only lets a cause that could be claimed on its own signs take
+    # the root from a better-supported one: one weak hint never outranks a specific line.
+    able = [c for c in contenders if c == best or _claimable(by_cause[c], [])]
+    pick = max(able, key=lambda c: (PRECEDENCE[k.causes[c].category], scores[c]))
     if pick != best:
         trace.append(f"resolve: no common clock; {pick} ({k.causes[pick].category}) explains {best}: root is {pick}")
     return pick
