@@ -79,13 +79,10 @@ class XidCatalog(Rule):
                     trace.append(f"{self.id}: app-fault Xid {code} on one GPU from {len(pids)} processes -> the GPU")
                     out.append(sign_finding(k, SIGN.xid_app_fault_repeats_on_one_gpu, self.id,
                                             f"{label} from {len(pids)} separate processes", events, f"xid{code}"))
-                elif len(pids) == 1 or (not pids and len(gpus) == 1):
-                    # Drivers before r470 print these Xids without a pid: one GPU and no other
-                    # process named reads as the catalog's default, the running program's fault.
-                    who = f"pid {next(iter(pids))}" if pids else "no pid printed"
-                    trace.append(f"{self.id}: app-fault Xid {code} from one process ({who}): its own bad access")
+                elif len(pids) == 1:
+                    trace.append(f"{self.id}: app-fault Xid {code} from one process (pid {next(iter(pids))}): its own bad access")
                     out.append(sign_finding(k, SIGN.xid_app_fault_one_process, self.id,
-                                            f"{label} from one process ({who})", events, f"xid{code}"))
+                                            f"{label} from one process (pid {next(iter(pids))})", events, f"xid{code}"))
                 else:
                     trace.append(f"{self.id}: app-fault Xid {code} {where}: the workload's own fault, not hardware")
                     out.append(finding(k, "unknown", LIMIT.app_fault_xid_weight, self.id, label, events, "symptom", f"xid{code}"))
