@@ -121,3 +121,21 @@ class QuietPcieTopology(Rule):
                         f"{', across host bridges' if crosses else ''}): a silent hang of P2P traffic (ACS/IOMMU) is the "
                         "likeliest reading; confirm with NCCL_P2P_DISABLE=1",
                         [], "topology", extra_refs=tuple(f.ref for f in links[:2]))]
+
+class KernelRdmaFault(Rule):
+    """The host's RDMA NIC driver (mlx5_core, ib_core ...) logged a fault, a link going down or
+    a health syndrome during the job: a sign of the IB/RoCE path, weak alone (one port of
+    many, or a link the job did not use), decisive beside NCCL's own transport errors."""
+
+    id = "kernel-rdma-fault"
+
+    def findings(self, case, k, trace):
+        events = [e for e in case.events if e.kind == KIND.kernel_ib]
+        if not events:
+            return []
+        devices = sorted({str(e.data.get("device") or "?") for e in events})
+        first = " ".join(str(events[0].data.get("msg") or events[0].text).split())[:160]
+        trace.append(f"{self.id}: {len(events)} RDMA driver fault line(s) on {', '.join(devices)}")
+        return [sign_finding(k, SIGN.ib_kernel_fault, self.id,
+                             f"the RDMA NIC driver reported trouble on {', '.join(devices)}: {first}"
+                             + (f" (×{len(events)})" if len(events) > 1 else ""), events, "kernel-ib")]
