@@ -119,6 +119,14 @@ def listed_rows(rows: list[dict[str, Any]], cited: set) -> tuple[list[dict[str, 
     return kept, len(rows) - len(kept)
 
 
+def launcher_root_json(r) -> dict[str, Any] | None:
+    if r is None:
+        return None
+    return {"rank": r.rank, "local_rank": r.local_rank, "host": r.host, "pid": r.pid, "exitcode": r.exitcode,
+            "signal": r.signal, "time": r.time, "error_file": r.error_file, "agrees": r.agrees, "note": r.note,
+            "evidence": ref_json(r.ref)}
+
+
 def to_dict(a: Analysis) -> dict[str, Any]:
     """The whole JSON document as one dict (small bundles, tests); `chunks` streams it."""
     doc = _fields(a)
@@ -160,6 +168,7 @@ def _fields(a: Analysis) -> dict[str, Any]:
             "remediation": list(v.remediation), "next_steps": list(v.next_steps),
             "commands": list(v.commands), "steps": list(v.steps),
             "collect": list(v.collect),
+            "launcher_root": launcher_root_json(v.launcher_root),
         },
         "signature": v.signature,
         "timeline_notes": list(a.timeline_notes),
