@@ -230,7 +230,7 @@ def test_the_gate_is_a_necessary_condition_of_the_prefilter():
     prefilter matches a real line, the gate lets that line through (else it would hide it)."""
     lines = [line for path in ALL_FIXTURES for line in path.read_text(errors="replace").splitlines()]
     passing = [line for line in lines if kernel.PREFILTER.search(line)]
-    assert len(passing) > 500
+    assert len(passing) > 150
     hidden = [line for line in passing if not (kernel.GATE_START.match(line) or kernel.GATE_WORDS.search(line))]
     assert not hidden, hidden[:5]
     # and the gate is cheap because it rejects: most lines of a training log fail it
