@@ -106,6 +106,7 @@ _MAX_JSON = 1 << 20
 
 class ClockParser(LineParser):
     name = "clock"
+    order = 90
     prefilter = re.compile(r"^(?:cat /etc/timezone: |readlink /etc/localtime: |\s*Time zone: |date \+%z: "
                            r"|(?:export )?TZ=)")
 

@@ -135,6 +135,7 @@ class FaulthandlerParser(RankBlockParser[_Dump]):
     """One open dump per launcher rank (`self.blocks`); a rank's dump is open until it ends."""
 
     name = "faulthandler"
+    order = 30
     prefilter = PREFILTER
     grammar_name = "faulthandler"
     transformer = _TRANSFORMER

@@ -230,6 +230,7 @@ class GdbParser(RankBlockParser[_Session]):
     """One gdb session per launcher rank (`self.blocks`), busy while inside its backtrace."""
 
     name = "gdb"
+    order = 40
     prefilter = PREFILTER
     grammar_name = "gdb"
     transformer = _TRANSFORMER

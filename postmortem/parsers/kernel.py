@@ -165,6 +165,7 @@ def _library(obj: str | None) -> str | None:
 
 class KernelParser(LineParser):
     name = "kernel"
+    order = 20
     prefilter = PREFILTER
     gate_start = GATE_START
     gate_words = GATE_WORDS

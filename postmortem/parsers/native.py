@@ -156,6 +156,7 @@ class NativeStackParser(RankBlockParser[_Context]):
     """One `_Context` per launcher rank (`self.blocks`)."""
 
     name = "native"
+    order = 50
     prefilter = PREFILTER
     grammar_name = "native"
     transformer = _TRANSFORMER

@@ -112,6 +112,7 @@ class TracebackParser(RankBlockParser[_Context]):
     """One `_Context` per launcher rank (`self.blocks`)."""
 
     name = "pytrace"
+    order = 80
     prefilter = PREFILTER
     grammar_name = "pytrace"
     transformer = _TRANSFORMER

@@ -29,6 +29,7 @@ LINE_FORMATS: tuple[LineFormat, ...] = (*memory.LINE_FORMATS, *boot_time.LINE_FO
 
 class SystemParser(LineParser):
     name = "system"
+    order = 100
     prefilter = re.compile("|".join([*(f"(?:{b.opener.pattern})" for b in BLOCKS),
                                      *(f"(?:{rx.pattern})" for _, rx, _ in LINE_FORMATS)]))
     # Every format is anchored at the line start except bash's `ulimit -a` rows (`(-n) 1024`).
