@@ -11,7 +11,7 @@ import re
 from lark import Tree
 
 from postmortem.parsers.base import Line
-from postmortem.parsers.system_base import Block, LineFormat, UNITS, parse, parse_size, tree_tokens
+from postmortem.parsers.system_base import UNITS, Block, LineFormat, parse, parse_printed_size, tree_tokens
 
 # /proc/meminfo key -> fact name (values are KiB).
 MEMINFO_FACTS = {
@@ -54,7 +54,7 @@ class DfBlock(Block):
 
     def _shm_facts(self, line: Line, nums: list[str], pct: str) -> None:
         for name, text in zip(("shm.size_bytes", "shm.used_bytes", "shm.avail_bytes"), nums):
-            value = parse_size(text, self.scale)
+            value = parse_printed_size(text, self.scale)
             if value is not None:
                 self.sink.fact(line, name, value, "B", text)
         if pct.endswith("%"):
@@ -86,7 +86,7 @@ class FreeBlock(Block):
                   "Swap:": (("total", "swap.total_bytes"),)}.get(label, ())
         for column, fact in wanted:
             if column in row:
-                value = parse_size(row[column], self.scale or 1024)
+                value = parse_printed_size(row[column], self.scale or 1024)
                 if value is not None:
                     self.sink.fact(line, fact, value, "B", row[column])
         return True
@@ -119,7 +119,7 @@ def mount(parser, line: Line, tree: Tree) -> None:
     parser.sink.fact(line, "shm.mount", options, text=f"{device} {fstype}")
     size = re.search(r"(?:^|,)size=([^,]+)", options)
     if size:
-        value = parse_size(size.group(1))
+        value = parse_printed_size(size.group(1))
         if value is not None:
             parser.sink.fact(line, "shm.size_bytes", value, "B", size.group(1))
 

@@ -20,7 +20,7 @@ import re
 from postmortem.parsers import boot_time, docker, environment, ibv_devinfo, memory, nvidia_smi, ulimit
 from postmortem.parsers.base import Line, LineParser
 from postmortem.parsers.keywords import any_word
-from postmortem.parsers.system_base import Block, LineFormat, parse, parse_size  # noqa: F401 - tests read them here
+from postmortem.parsers.system_base import Block, LineFormat, parse
 
 BLOCKS: tuple[type[Block], ...] = (*memory.BLOCKS, *nvidia_smi.BLOCKS, *ibv_devinfo.BLOCKS)
 LINE_FORMATS: tuple[LineFormat, ...] = (*memory.LINE_FORMATS, *boot_time.LINE_FORMATS, *ulimit.LINE_FORMATS,

@@ -16,7 +16,7 @@ from lark import Token, Tree
 
 from postmortem.grammar import load
 from postmortem.parsers.base import Line
-from postmortem.sizes import UNITS, parse_size  # noqa: F401 - the format modules read sizes through here
+from postmortem.sizes import UNITS, parse_printed_size  # noqa: F401 - the format modules read sizes through here
 
 
 def tree_tokens(tree: Tree) -> list[Token]:
