@@ -8,7 +8,8 @@ Targets: `postmortem --help` <= 3x `python -c pass`; `postmortem analyze` of a o
 `postmortem` next to this interpreter; `python -m postmortem` when there is none), in
 interleaved rounds (pass, help, analyze, pass, help, ...) so load from other processes on the
 machine falls on every command alike; each figure is the median of the rounds, wall and CPU
-(user+sys of the child, from os.wait4) side by side.  The one-line bundle is one real NCCL
+(user+sys of the child, from os.wait4) side by side.  Byte code is cached (in the temporary
+folder) as it is for an installed tool.  The one-line bundle is one real NCCL
 INFO line (as bench/scale_bench.py builds it) in a temporary folder.  Prints figures;
 asserts nothing.
 """
@@ -32,6 +33,15 @@ SCRIPT = Path(sys.executable).with_name("postmortem")
 PM = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "postmortem"]
 
 
+def child_env(tmp: Path) -> dict:
+    """Byte code cached as an installed tool has it (pip compiles a wheel's modules; a source
+    install writes them on first run), but into the temporary folder, not the checkout, and
+    whatever PYTHONDONTWRITEBYTECODE this shell has."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    return env
+
+
 def run(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one child process."""
     start = time.perf_counter()
@@ -47,7 +57,7 @@ def run(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, floa
 def slowest_imports(cmd: list[str], cwd: Path, top: int) -> list[tuple[int, str]]:
     """The `top` largest cumulative import times (microseconds) of one run, -X importtime."""
     py = [sys.executable, "-X", "importtime", "-c", "import sys; from postmortem.cli import main; sys.exit(main())"]
-    err = subprocess.run(py + cmd[len(PM):], cwd=cwd, capture_output=True, text=True).stderr
+    err = subprocess.run(py + cmd[len(PM):], cwd=cwd, capture_output=True, text=True, env=child_env(cwd)).stderr
     rows = []
     for line in err.splitlines():
         if line.startswith("import time:") and "|" in line:
@@ -73,12 +83,13 @@ def main() -> None:
             "analyze one line": PM + ["analyze", str(bundle), "--html", "-", "--json", str(tmp / "v.json"), "-q"],
             "analyze + HTML": PM + ["analyze", str(bundle), "--html", str(tmp / "r.html"), "-q"],
         }
-        for cmd in commands.values():   # warm the page cache once; not counted
-            run(cmd, tmp)
+        env = child_env(tmp)
+        for cmd in commands.values():   # warm the page cache and write byte code once; not counted
+            run(cmd, tmp, env)
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         for _ in range(args.rounds):
             for name, cmd in commands.items():
-                times[name].append(run(cmd, tmp))
+                times[name].append(run(cmd, tmp, env))
         wall = {n: statistics.median(w for w, _ in v) for n, v in times.items()}
         cpu = {n: statistics.median(c for _, c in v) for n, v in times.items()}
         base_w, base_c = wall["python -c pass"], cpu["python -c pass"]
