@@ -8,8 +8,9 @@ from postmortem.classify.rules.base import Rule, died_of, finding
 from postmortem.classify.rules.catalog import CatalogReadings
 from postmortem.classify.rules.comms import (NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
                                              SilentCollectiveHang)
-from postmortem.classify.rules.config import (CollectiveTimeout, CudaBuildNewerThanDriver, HighHostMemoryThenDeath,
-                                              KilledWithoutReason, MemoryLimitSet, SigbusContext)
+from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, HighHostMemoryThenDeath,
+                                              KilledWithoutReason, MeasuredLimit, MemoryLimitSet,
+                                              SigbusContext)
 from postmortem.classify.rules.hang import FlightRecorderHang
 from postmortem.classify.rules.hardware import GpuHealth
 from postmortem.classify.rules.knowledge import KnownMessages, XidCatalog
@@ -27,6 +28,8 @@ RULES: tuple[Rule, ...] = (
     QuietPcieTopology(),
     HighHostMemoryThenDeath(),
     MemoryLimitSet(),
+    CgroupOomKills(),
+    MeasuredLimit(),
     CudaBuildNewerThanDriver(),
     NcclStoppedDuringInit(),
     FlightRecorderHang(),

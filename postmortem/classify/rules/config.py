@@ -284,3 +284,71 @@ class KilledWithoutReason(Rule):
         trace.append(f"{self.id}: {len(kills)} SIGKILL exit(s)")
         return [sign_finding(k, SIGN.sigkill_exit, self.id,
                              "a rank was killed with SIGKILL (exit code -9), the OOM killer's signal", kills, "SIGKILL")]
+
+
+_OOM_KILLS = deaths("kernel_kill")   # the kernel's OOM killer, however it was read
+
+
+def _count(f) -> int:
+    try:
+        return int(f.value)
+    except (TypeError, ValueError):
+        return 0
+
+
+class CgroupOomKills(Rule):
+    """The job's memory cgroup counts OOM kills (memory.events / memory.oom_control
+    `oom_kill`, any OOM killer's).  The count has no time and a group can outlive a job, so
+    it is a sign only beside a death of the job this bundle shows (a SIGKILL, or the
+    kernel's kill line); with a SIGKILL exit and no kernel log, as in a container that may
+    not read dmesg, it is the independent second sign the kill needs."""
+
+    id = "cgroup-oom-kills"
+
+    def findings(self, case, k, trace):
+        counts = [f for f in case.facts if f.name == "cgroup.oom_kill" and _count(f) > 0]
+        if not counts:
+            return []
+        deaths_seen = [e for e in case.events if e.kind in _OOM_KILLS
+                       or (e.kind in _DEATH_KINDS and died_of(e, "SIGKILL"))]
+        f = counts[0]
+        if not deaths_seen:
+            trace.append(f"{self.id}: the memory cgroup counts {_count(f)} OOM kill(s) ({f.ref.describe()}) "
+                         "but no death of the job is seen: an earlier job's, perhaps")
+            return []
+        limits = [x for x in case.facts if x.name == "cgroup.memory_max_bytes" and x.value != "unlimited"]
+        limit = (f", its limit {_count(limits[0]) / (1 << 20):.0f} MiB ({limits[0].ref.describe()})"
+                 if limits else "")
+        trace.append(f"{self.id}: cgroup oom_kill {_count(f)} ({f.ref.describe()}) and {deaths_seen[0].ref.describe()}")
+        return [sign_finding(k, SIGN.cgroup_oom_kills, self.id,
+                             f"the job's memory cgroup counts {_count(f)} OOM kill(s) ({f.ref.describe()}){limit}, "
+                             f"and a process of the job was killed ({deaths_seen[0].ref.describe()})",
+                             deaths_seen[:3], "cgroup", extra_refs=(f.ref, *(x.ref for x in limits[:1])))]
+
+
+class MeasuredLimit(Rule):
+    """A limit the process ran with (/proc/PID/limits, `ulimit -a`), measured low, beside a
+    message that says that limit's resource ran out: the measurement is a second,
+    independent sign of the same cause.  Which fact and which threshold: the sign's params."""
+
+    id = "measured-limit"
+    SIGNS = (SIGN.limits_memlock_finite, SIGN.limits_nofile_low)
+
+    def findings(self, case, k, trace):
+        out = []
+        cause_of = {f"msg.{m.id}": m.cause for m in k.messages}
+        for sign in self.SIGNS:
+            said = [e for e in case.events if cause_of.get(e.kind) == sign.cause]
+            if not said:
+                continue
+            below = getattr(LIMIT, sign.params["below"]) if sign.params.get("below") else None
+            low = [f for f in case.facts if f.name == sign.params["fact"] and isinstance(f.value, int)
+                   and (below is None or f.value <= below)]
+            if not low:
+                continue
+            f = low[0]
+            trace.append(f"{self.id}: {f.name} = {f.value} ({f.ref.describe()}) beside {said[0].ref.describe()}")
+            out.append(sign_finding(k, sign, self.id,
+                                    f"the process ran with {f.text or f'{f.name} {f.value}'} ({f.ref.describe()})",
+                                    said[:3], "limit", extra_refs=(f.ref,)))
+        return out
