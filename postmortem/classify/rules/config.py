@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import re
 
-from postmortem.classify.counter import effective_shm_size
+from postmortem import signals
+from postmortem.classify.counter import _NETWORK_TEXT, _TEARDOWN, effective_shm_size
 from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, sign_finding
 from postmortem.knowledge import catalog
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
@@ -141,10 +142,65 @@ class CollectiveTimeout(Rule):
             return [sign_finding(k, SIGN.timeout_silent_ranks, self.id, summary, timeouts + progress[:1], "timeout",
                                  extra_refs=extra, weight=w, combined=tuple(s for s, present in seen if present),
                                  culprits=tuple(silent))]
-        trace.append(f"{self.id}: no rank is known to be missing; the collective itself was stuck")
-        return [sign_finding(k, SIGN.timeout_all_ranks, self.id,
-                             f"{len(timeouts)} collective timeout(s) across ranks {sorted(timed_out) or '?'}; no other fault found",
-                             timeouts, "timeout")]
+        return self._no_rank_missing(case, k, timeouts, timed_out, world, progress, trace)
+
+    def _no_rank_missing(self, case, k, timeouts, timed_out, world, progress, trace):
+        """No rank is known to be silent.  A timeout alone is a symptom: the collective was
+        stuck only when every rank of a known world waited in the same one; ranks waiting
+        in different collectives (SeqNum), or work still advancing while they waited, say
+        one rank was behind; a timeout with no transport error, no dead process and
+        nothing else leans that way too, but never claims alone."""
+        by_rank: dict[int, set[int]] = {}
+        for e in timeouts:
+            if e.rank is not None and str(e.data.get("seq", "")).isdigit():
+                by_rank.setdefault(e.rank, set()).add(int(e.data["seq"]))
+        firsts = {r: min(s) for r, s in by_rank.items()}
+        apart = len(set(firsts.values())) > 1
+        advancing = self._advancing(progress, timeouts)
+        network = _network_signs(case, k)
+        dead = _deaths_not_by_timeout(case, timeouts)
+        if not apart and not advancing and world and world <= timed_out and len(timed_out) >= 2:
+            trace.append(f"{self.id}: every rank of the world {sorted(world)} timed out in the same collective")
+            return [sign_finding(k, SIGN.timeout_all_ranks, self.id,
+                                 f"{len(timeouts)} collective timeout(s) across all ranks {sorted(timed_out)}; "
+                                 "no other fault found", timeouts, "timeout")]
+        signs = []
+        why = []
+        if apart:
+            behind = sorted(r for r, s in firsts.items() if s == min(firsts.values()))
+            signs.append(SIGN.timeout_seq_apart)
+            why.append("ranks timed out in different collectives (" +
+                       ", ".join(f"rank {r} at SeqNum {s}" for r, s in sorted(firsts.items())) +
+                       f"): they were not all in one stuck collective; rank(s) {behind} were behind")
+        if advancing:
+            signs.append(SIGN.timeout_progress_while_waiting)
+            why.append(f"the log shows '{advancing[0].data.get('task', '').strip()}' still advancing while ranks waited")
+        if not network and not dead:
+            signs.append(SIGN.timeout_no_transport_error)
+            why.append("no transport error and no dead process in the bundle")
+        if not signs:
+            trace.append(f"{self.id}: timeouts with a transport error or a dead process beside them: "
+                         "the timeouts are their fallout")
+            return []
+        trace.append(f"{self.id}: no rank known to be missing; straggler signs: {', '.join(s.id for s in signs)}")
+        summary = (f"{len(timeouts)} collective timeout(s) on rank(s) {sorted(timed_out) or '?'}: " + "; ".join(why))
+        refs = tuple(e.ref for e in advancing[:1])
+        return [sign_finding(k, signs[0], self.id, summary, timeouts, "timeout", extra_refs=refs,
+                             combined=tuple(signs[1:]))]
+
+    @staticmethod
+    def _advancing(progress: list[Event], timeouts: list[Event]) -> list[Event]:
+        """Progress lines showing work still moving: one task's percentage rising, or a
+        progress line printed after a timeout in the same file."""
+        first = {}
+        for t in timeouts:
+            first.setdefault(t.ref.path, t.seq)
+        after = [p for p in progress if p.ref.path in first and p.seq > first[p.ref.path]]
+        by_task: dict[str, list[float]] = {}
+        for p in sorted(progress, key=lambda e: e.seq):
+            by_task.setdefault(str(p.data.get("task", "")).strip(), []).append(_num(p.data.get("pct")))
+        rising = [task for task, pcts in by_task.items() if len(pcts) >= 2 and pcts[-1] > pcts[0]]
+        return after + [p for p in progress if str(p.data.get("task", "")).strip() in rising and p not in after]
 
     @staticmethod
     def _waiting_for_main_process(case: Case) -> Stack | None:
@@ -176,6 +232,37 @@ class CollectiveTimeout(Rule):
         waiting = [s for s, w in zip(dumps, waits) if w]
         busy = [s for s, w in zip(dumps, waits) if not w]  # not `s not in waiting`: quadratic in ranks
         return busy, waiting
+
+def _network_signs(case: Case, k) -> list[Event]:
+    """Events that say the transport failed: NCCL WARNs and error chains, IB port events,
+    and lines a message pattern reads as a comms cause other than the timeout itself."""
+    comms = {f"msg.{m.id}" for m in k.messages
+             if m.cause in k.causes and k.causes[m.cause].category == "comms" and m.cause != SIGN.timeout_all_ranks.cause}
+    return [e for e in case.events if e.kind in _TRANSPORT_KINDS or e.kind in comms]
+
+
+def _deaths_not_by_timeout(case: Case, timeouts: list[Event]) -> list[Event]:
+    """A dead peer, whose cause is the story: a process killed by the kernel or dead of a
+    fatal signal other than the teardown after a timeout, or an exception that is not
+    itself a communication error (counter.crashed_peer reads the same deaths)."""
+    out = []
+    for e in case.events:
+        if e.kind in _KILLS:
+            out.append(e)
+        elif e.kind in _SIGNAL_DEATHS and e.kind not in _KERNEL_LOG:
+            name = signals.name_of(e.data.get("signal")) or signals.of_exitcode(e.data.get("exitcode"))
+            if name and name not in _TEARDOWN:
+                out.append(e)
+        elif e.kind == KIND.py_exception and not _NETWORK_TEXT.search(e.text or ""):
+            out.append(e)
+    return out
+
+
+_TRANSPORT_KINDS = frozenset({KIND.nccl_warn, KIND.nccl_error_chain, KIND.kernel_ib})
+_KILLS = deaths("kernel_kill")
+_SIGNAL_DEATHS = deaths("fatal_signal", "exit")
+_KERNEL_LOG = produced_by("parser:kernel")
+
 
 class HighHostMemoryThenDeath(Rule):
     """The job's own last host-memory reading was high (DeepSpeed's see_memory_usage and
