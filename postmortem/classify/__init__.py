@@ -17,6 +17,7 @@ from collections import defaultdict
 
 from postmortem.classify.counter import (before_the_job, counter_evidence, crashed_peer, death_mismatch,
                                          unrelated_victims)
+from postmortem.classify import launcher_root
 from postmortem.classify.rules import RULES
 from postmortem.classify.signature import signature_of
 from postmortem.knowledge import Knowledge
@@ -56,6 +57,11 @@ def job_only(case: Case, trace: list[str]) -> Case:
 
 
 def classify(case: Case, k: Knowledge) -> Verdict:
+    """The verdict, with the launcher's own root-cause claim weighed beside it (launcher_root.py)."""
+    return launcher_root.weigh(_decide(case, k), case)
+
+
+def _decide(case: Case, k: Knowledge) -> Verdict:
     trace: list[str] = []
     case = job_only(case, trace)
     findings = run_rules(case, k, trace)
