@@ -159,6 +159,11 @@ def match_nccl(line: str) -> Match | None:
             # A sticky CUDA error surfaces in whatever call comes next: NCCL reporting one
             # does not say whose kernel faulted, so it is only a weak sign of the job's code.
             strength = "subsystem" if cause == "app_error" else found[0].strength
+            where = next(((s, c) for rx, s, c in rules if rx.search(src.split("src/")[-1])), None) if src else None
+            if cause == "app_error" and where and where[1] not in (CONTEXT, ERRNO, CUDA, "", "app_error"):
+                # ...and inside a transport (p2p.cc's cudaIpcOpenMemHandle, nvls.cc's multicast
+                # calls) the call that failed is the transport's own setup: its subsystem reads it.
+                cause, detail = where[1], f"{found[0].name} in {where[0]}"
         else:
             cause, strength = CONTEXT, "subsystem"
     return Match(e, cause or "", strength, detail)

@@ -76,7 +76,8 @@ def test_timeout_with_silent_rank_is_a_straggler():
 
 def test_silent_hang_of_nccl_tests_is_p2p():
     fs, trace = run(rules.SilentCollectiveHang(), CORPUS / "nccl-p2p-iommu-01/bundle")
-    assert fs and fs[0].cause == "nccl_p2p" and "root complexes" in fs[0].summary
+    assert fs and fs[0].cause == "nccl_p2p"
+    assert "root complexes" not in fs[0].summary  # no topology measured: bus numbers are no proof
     fs, _ = run(rules.SilentCollectiveHang(), CORPUS / "multi-docker-noiface-nccltests-06/bundle")
     assert fs == []  # that run failed with an error: not a silent hang
 
@@ -344,3 +345,18 @@ def test_a_measured_memlock_limit_backs_ucx_enomem():
     findings, trace = run(rules.MeasuredLimit(), ROOT / "fixtures/validation17/ucx-ibv-create-cq-memlock-64k-02/bundle")
     assert [f.cause for f in findings] == ["memlock_limit"]
     assert any(r.path == "ulimit.txt" for r in findings[0].evidence)
+
+
+def test_silent_hang_across_host_bridges_is_read_from_the_topology_matrix(tmp_path):
+    """`nvidia-smi topo -m` (layout of the NVIDIA tool, values written here) with SYS between
+    the GPUs: the hang's P2P traffic crossed the root complexes."""
+    import shutil
+    b = tmp_path / "b"
+    shutil.copytree(CORPUS / "nccl-p2p-iommu-01/bundle", b)
+    (b / "nvidia-smi-topo.txt").write_text(
+        "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\n"
+        "GPU0\t X \tSYS\t0-15\t0\n"
+        "GPU1\tSYS\t X \t16-31\t1\n\n"
+        "Legend:\n\n  X    = Self\n  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes\n")
+    fs, _ = run(rules.SilentCollectiveHang(), b)
+    assert fs and fs[0].cause == "nccl_p2p" and "root complexes" in fs[0].summary

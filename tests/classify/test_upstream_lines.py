@@ -155,3 +155,37 @@ def test_progress_still_advancing_while_ranks_wait_leans_straggler(tmp_path):
             "Running tokenizer on dataset:  60%|######    | 600/1000 [30:00<15:00, 1.0 examples/s]")
     v = _verdict(tmp_path, "stderr.log", text)
     assert v.cause == "straggler_timeout", v.trace
+
+
+# mlx5_core prints "<dev> <ifname>: Link down" (mlx5e_update_carrier) through the kernel log
+_LINK_DOWN = "[12345.678902] mlx5_core 0000:5e:00.0 ib0: Link down"
+
+
+def test_an_rdma_link_down_alone_leans_network_but_does_not_claim(tmp_path):
+    v = _verdict(tmp_path, "dmesg.txt", _LINK_DOWN)
+    assert v.cause == "unknown" and "nccl_network" in v.summary
+
+
+def test_an_rdma_link_down_beside_an_nccl_ib_error_is_two_signs_of_the_network(tmp_path):
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "dmesg.txt").write_text(_LINK_DOWN + "\n")
+    (bundle / "nccl.log").write_text(_nccl("transport/net_ib.cc", "NET/IB : Got async event : %s", "port error") + "\n")
+    v = analyze(bundle).verdict
+    assert v.cause == "nccl_network"
+    assert any(f.rule == "kernel-rdma-fault" for f in [v.root, *v.symptoms, *v.alternatives]) or \
+        any("kernel-rdma-fault" in t for t in v.trace)
+
+
+def test_cublas_alloc_failure_is_gpu_memory(tmp_path):
+    v = _verdict(tmp_path, "stderr.log",
+                 "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
+    assert v.cause == "gpu_oom"
+
+
+def test_a_cuda_failure_inside_nccl_p2p_leans_the_p2p_path(tmp_path):
+    # CUDACHECK (include/checks.h) prints the file that called it: transport/p2p.cc
+    line = NCCL_PREFIX.format(file="transport/p2p.cc", line=274) + _printf(_nccl_format("Cuda failure '%s'", "include/checks.h"),
+                                                                            "invalid argument")
+    v = _verdict(tmp_path, "stderr.log", line)
+    assert v.cause == "unknown" and "nccl_p2p" in v.summary

@@ -105,7 +105,6 @@ class CollectiveTimeout(Rule):
         world_known_apart = bool(awaited) or (bool(world - timed_out) and (
             len(timed_out) >= 2 or self._world_size(case) or self._launcher_ranks(case)))
         seqs = [int(e.data["seq"]) for e in timeouts if str(e.data.get("seq", "")).isdigit()]
-        early = bool(seqs) and max(seqs) <= LIMIT.early_seq
         progress = [e for e in case.events if e.kind == KIND.msg_progress_bar]
         busy, waiting = self._dumps(case)
         behind_main = self._waiting_for_main_process(case)
@@ -122,7 +121,7 @@ class CollectiveTimeout(Rule):
                                  "timeout", extra_refs=(behind_main.ref,),
                                  combined=tuple(s for s, present in seen if present))]
         if silent and world_known_apart:
-            w = (SIGN.timeout_silent_ranks.weight + (SIGN.timeout_first_collectives.weight if early else 0)
+            w = (SIGN.timeout_silent_ranks.weight
                  + (SIGN.timeout_progress_advancing.weight if progress else 0)
                  + (SIGN.timeout_rank_busy_elsewhere.weight if busy and waiting else 0))
             why = []
@@ -135,9 +134,9 @@ class CollectiveTimeout(Rule):
             summary = (f"rank(s) {sorted(timed_out)} timed out in {op}"
                        f"{f' (SeqNum {min(seqs)})' if seqs else ''} while rank(s) {silent} never reported a timeout"
                        + (f"; {'; '.join(why)}" if why else ""))
-            trace.append(f"{self.id}: straggler: silent {silent}, early={early}, progress={bool(progress)}, dumps={bool(busy and waiting)}")
+            trace.append(f"{self.id}: straggler: silent {silent}, progress={bool(progress)}, dumps={bool(busy and waiting)}")
             extra = tuple(s.ref for s in busy[:1] + waiting[:1])
-            seen = ((SIGN.timeout_first_collectives, early), (SIGN.timeout_progress_advancing, bool(progress)),
+            seen = ((SIGN.timeout_progress_advancing, bool(progress)),
                     (SIGN.timeout_rank_busy_elsewhere, bool(busy and waiting)))
             return [sign_finding(k, SIGN.timeout_silent_ranks, self.id, summary, timeouts + progress[:1], "timeout",
                                  extra_refs=extra, weight=w, combined=tuple(s for s, present in seen if present),
