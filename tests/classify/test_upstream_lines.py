@@ -189,3 +189,18 @@ def test_a_cuda_failure_inside_nccl_p2p_leans_the_p2p_path(tmp_path):
                                                                             "invalid argument")
     v = _verdict(tmp_path, "stderr.log", line)
     assert v.cause == "unknown" and "nccl_p2p" in v.summary
+
+
+def test_nvml_driver_library_mismatch_is_a_setup_fault(tmp_path):
+    # nvidia-smi: "Failed to initialize NVML: " + nvmlErrorString(NVML_ERROR_LIB_RM_VERSION_MISMATCH)
+    v = _verdict(tmp_path, "nvidia-smi.txt", "Failed to initialize NVML: Driver/library version mismatch")
+    assert (v.category.value, v.cause) == ("config", "driver_library_mismatch")
+
+
+def test_an_nccl_result_name_alone_is_a_weak_lean(tmp_path):
+    # c10d: "NCCL error in: <file>:<line>, " + ncclGetErrorString(result) + ", NCCL version ...", then the
+    # ncclResult_t name and its description (NCCLUtils.hpp)
+    v = _verdict(tmp_path, "stderr.log",
+                 "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1207, invalid usage, "
+                 "NCCL version 2.14.3\nncclInvalidUsage: This usually reflects invalid usage of NCCL library.")
+    assert v.cause == "unknown" and "app_error" in v.summary

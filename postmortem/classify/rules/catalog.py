@@ -52,6 +52,11 @@ def _hits(e: Event) -> list[catalog.Match]:
         m = catalog.match_message(whole, ("pytorch",))
         if m:
             out.append(m)
+        # The ncclResult_t name c10d prints under "NCCL error in:": a class of failures, weak.
+        for name in dict.fromkeys(_NCCL_RESULT.findall(whole)):
+            r = catalog.nccl_result(name)
+            if r is not None and r.cause not in (catalog.CONTEXT, catalog.ERRNO, catalog.CUDA, ""):
+                out.append(catalog.Match(r, r.cause, "subsystem", name))
         last = _LAST_ERROR.search(more)
         if last:
             m = catalog.match_nccl(last.group(1))
@@ -60,6 +65,7 @@ def _hits(e: Event) -> list[catalog.Match]:
     return out
 
 
+_NCCL_RESULT = re.compile(r"\b(nccl(?:Unhandled\w{1,20}|Invalid\w{1,20}|Remote|System|Internal)(?:Error|Usage|Argument)?)\b")
 _LAST_ERROR = re.compile(r"Last error:\s*\n\s*(.{4,400})")
 
 
