@@ -204,3 +204,19 @@ def test_an_nccl_result_name_alone_is_a_weak_lean(tmp_path):
                  "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1207, invalid usage, "
                  "NCCL version 2.14.3\nncclInvalidUsage: This usually reflects invalid usage of NCCL library.")
     assert v.cause == "unknown" and "app_error" in v.summary
+
+
+def _rm_init_failed(init: int, rm_status: int) -> str:
+    # osinit.c: NV_DEV_PRINTF(NV_DBG_ERRORS, nv, "RmInitAdapter failed! (0x%x:0x%x:%d)\n", initStatus, rmStatus, line)
+    return "[  123.456] NVRM: GPU 0000:3b:00.0: " + "RmInitAdapter failed! (0x%x:0x%x:%d)" % (init, rm_status, 1474)
+
+
+def test_adapter_init_failure_reads_its_nv_status_number(tmp_path):
+    lost = C.nv_status("NV_ERR_GPU_IS_LOST")
+    v = _verdict(tmp_path, "dmesg.txt", _rm_init_failed(0x24, lost.number))
+    assert (v.category.value, v.cause) == ("hardware", lost.cause)
+
+
+def test_adapter_init_failure_with_a_context_status_only_leans_hardware(tmp_path):
+    v = _verdict(tmp_path, "dmesg.txt", _rm_init_failed(0x26, C.nv_status("NV_ERR_NOT_SUPPORTED").number))
+    assert v.cause == "unknown" and "gpu_hardware_other" in v.summary
