@@ -80,7 +80,7 @@ def _init_failed_reading() -> tuple[re.Pattern[str], catalog.Entry]:
 def _init_failed(text: str, found: list[catalog.Match]) -> list[catalog.Match]:
     """'RmInitAdapter failed! (init:rmStatus:line)': the NV_STATUS number read through its
     catalog entry, else the failure itself, weakly."""
-    if "RmInitAdapter" not in text:
+    if "RmInitAdapter" not in text or found:  # a status the line names outright reads it already
         return []
     rx, entry = _init_failed_reading()
     m = rx.search(text)
