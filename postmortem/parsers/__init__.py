@@ -23,6 +23,7 @@ from postmortem.parsers import (
     messages,
     native,
     nccl,
+    nspid,
     proclimits,
     pyspy,
     pytrace,
@@ -45,6 +46,7 @@ PARSERS: tuple[type[LineParser], ...] = (
     system.SystemParser,
     proclimits.ProcLimitsParser,
     cgroup.CgroupParser,
+    nspid.NsPidParser,
 )
 
 
