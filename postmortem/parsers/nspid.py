@@ -19,6 +19,7 @@ MAX_PID = 1 << 22   # Linux PID_MAX_LIMIT: anything larger is not a pid
 
 class NsPidParser(LineParser):
     name = "nspid"
+    order = 130
     prefilter = re.compile(r"^/proc/\d+/status: NSpid:(?:\s+\d+)+\s*$")
 
     def feed(self, line: Line) -> bool:
