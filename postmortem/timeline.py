@@ -248,7 +248,7 @@ def place(case: Case, tz: str | None = None) -> Placed:
     placed = _apply_skews(placed, skews, notes)
     _place_untimed(placed, by_artifact, case)
     _pin_to_process_death(placed)
-    placed = job.join_identities(placed)
+    placed = job.join_identities(placed, list(case.facts))
     placed, copy_notes = job.merge_copies(placed)
     notes.extend(copy_notes)
     window = job.find_window(placed, list(case.facts))
