@@ -8,10 +8,13 @@ event:
 * the same kernel line read from two copies of the kernel log becomes one event (the
   copy with the better clock stays; the other is named in `data["copies"]`);
 * each process gets one identity: pid, rank and host aliases are joined (NCCL init
-  lines, launcher records, `[rankN]:` prefixes), so a lane is `host · rank N · pid P`;
+  lines, launcher records, `[rankN]:` prefixes, and the container/host pid pairs of
+  collect's pid_ns.txt), so a lane is `host · rank N · pid P`;
 * the job's window opens at the first line a launcher prints as it starts (torchrun,
-  DeepSpeed, Ray) or the first NCCL init line, and closes at the launcher's last record
-  of the job ending;
+  DeepSpeed, Ray, `ray job submit`) or the first NCCL init line, and closes at the
+  launcher's last record of the job ending (torchrun's ChildFailedError, `ray job
+  submit`'s final status, slurmstepd's CANCELLED AT).  srun prints no timed line as a
+  step starts, so a Slurm job's window opens only by the other lines;
 * kernel-log events before the window, after it, or from a process the job does not
   own are marked `data["context"]`: kept and shown folded, never a root or a symptom.
 
@@ -30,8 +33,10 @@ from postmortem.model import Basis, Event, Fact, Ref
 
 # Lines that show the job under way from its very start.
 START_KINDS = ("launcher.start", "nccl.init", "msg.rendezvous_complete")
-# Records of the job ending as a whole (not one rank's death: the others may go on).
-END_KINDS = ("launcher.failed", "launcher.finished")
+# Records of the job ending as a whole (not one rank's death: the others may go on):
+# torchrun's ChildFailedError, `ray job submit`'s final status, slurmstepd's
+# "*** STEP|JOB N ON host CANCELLED AT time ***" (the step's tasks are killed then).
+END_KINDS = ("launcher.failed", "launcher.finished", "launcher.cancelled")
 # Kernel events name the process they are about by pid; a process of the job dies by these.
 SLACK_S = 2.0      # a launcher line and a kernel line of one moment may differ by this much
 END_SLACK_S = 5.0  # the launcher notices the end a little after the last process died
@@ -62,7 +67,7 @@ def _body(e: Event) -> str:
     msg = e.data.get("msg")
     if isinstance(msg, str):
         return msg.strip()
-    from postmortem.parsers.kernel import split_prefix
+    from postmortem.parsers.kernel_prefix import split_prefix
 
     return split_prefix(e.text.strip())[3].strip()
 
@@ -153,10 +158,47 @@ LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "localhost.localdomain"})
 _RANK_SOURCES = ("nccl.init", "launcher.child_failed", "launcher.exit", "launcher.spawned")
 
 
-def join_identities(events: list[Event]) -> list[Event]:
-    """One identity per process.  pid -> rank from NCCL init lines and launcher records
-    (ChildFailedError rows, `local_rank: N (pid: P)` on a single node); rank -> pid back
-    when one pid has that rank; a single-host bundle's unnamed host is that host."""
+def pid_aliases(facts) -> dict[int, int]:
+    """inner pid -> outer pid, from the NSpid lines collect records (`process.nspid`, outermost
+    first).  An inner pid two containers share names no one process: it is dropped."""
+    out: dict[int, int] = {}
+    clash: set[int] = set()
+    outers = set()
+    for f in facts:
+        if f.name != "process.nspid" or not isinstance(f.value, list) or len(f.value) < 2:
+            continue
+        outer = f.value[0]
+        outers.add(outer)
+        for inner in f.value[1:]:
+            if out.setdefault(inner, outer) != outer:
+                clash.add(inner)
+    return {inner: outer for inner, outer in out.items() if inner not in clash and inner not in outers}
+
+
+def merge_pid_namespaces(events: list[Event], facts=()) -> list[Event]:
+    """A containerised job's logs print its inner pids, the host kernel log (and py-spy run from
+    the host) the outer ones: the job's lines take the outer pid, keeping the inner as `ns_pid`."""
+    aliases = pid_aliases(facts)
+    if not aliases:
+        return events
+    kfiles = kernel_files(events)
+    out = []
+    for e in events:
+        outer = aliases.get(e.pid) if e.pid is not None and e.ref.path not in kfiles else None
+        if outer is not None:
+            e = Event(e.kind, e.text, e.ref, e.severity, e.stamp, e.host, outer, e.tid, e.rank,
+                      {**e.data, "ns_pid": e.pid}, e.when, e.seq)
+        out.append(e)
+    return out
+
+
+def join_identities(events: list[Event], facts=()) -> list[Event]:
+    """One identity per process (the list's events are replaced in place).  pid -> rank from
+    NCCL init lines and launcher records (ChildFailedError rows, `local_rank: N (pid: P)` on
+    a single node); rank -> pid back
+    when one pid has that rank; a single-host bundle's unnamed host is that host; a
+    container's pid and the host's pid of one process (collect's NSpid lines) are one."""
+    events = merge_pid_namespaces(events, facts)
     named_hosts = {e.host for e in events if e.host}
     real = named_hosts - LOOPBACK
     # torchrun's standalone rendezvous names the one node `localhost`; the logs' own host name wins
@@ -185,8 +227,7 @@ def join_identities(events: list[Event]) -> list[Event]:
     pid_of = {key: next(iter(ps)) for key, ps in pids_of_rank.items() if len(ps) == 1}
     if not rank_of and only_host is None:
         return events
-    out = []
-    for e in events:
+    for i, e in enumerate(events):  # in place: the old event is freed as its successor is made
         host = host_of(e)
         rank, pid = e.rank, e.pid
         if rank is None and pid is not None:
@@ -194,9 +235,8 @@ def join_identities(events: list[Event]) -> list[Event]:
         if pid is None and rank is not None and not e.kind.startswith("kernel."):
             pid = pid_of.get((host, rank))
         if (host, rank, pid) != (e.host, e.rank, e.pid):
-            e = Event(e.kind, e.text, e.ref, e.severity, e.stamp, host, pid, e.tid, rank, e.data, e.when, e.seq)
-        out.append(e)
-    return out
+            events[i] = Event(e.kind, e.text, e.ref, e.severity, e.stamp, host, pid, e.tid, rank, e.data, e.when, e.seq)
+    return events
 
 
 # --------------------------------------------------------------------------- the window

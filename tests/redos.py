@@ -72,6 +72,12 @@ def collect() -> list[re.Pattern]:
             importlib.import_module(lib)
         except ImportError:
             pass
+    try:   # lark compiles the lexer of its own grammar language at the first grammar: set it aside
+        import lark
+
+        lark.Lark('start: "a"  // x', parser="lalr")
+    except Exception:  # noqa: BLE001
+        pass
     before = _patterns_now()
     import postmortem
 
@@ -162,10 +168,11 @@ def collect_all() -> list[Checked]:
 
 
 def _warm_up() -> None:
-    from postmortem import grammar, knowledge
+    from postmortem import grammar, knowledge, stacks
     from postmortem.run import analyze
 
     k = knowledge.load()
+    stacks.frame_lists()   # compiled only when a bundle has stacks: here always
     for name in grammar.grammar_names():
         try:
             parser = grammar.load(name)

@@ -117,3 +117,72 @@ def test_deepspeed_start_and_spawned_lines():
     assert kinds == ["launcher.start", "launcher.spawned"]
     spawned = events[1]
     assert spawned.pid == 3966 and spawned.data["local_rank"] == 1
+
+
+def test_ray_job_submit_opens_and_closes_the_window():
+    """fixtures/launcher/ray_job_submit_public.log: Ray's own RayJob quick-start output."""
+    lines = (ROOT / "fixtures/launcher/ray_job_submit_public.log").read_text().splitlines()
+    events = _launcher_events(lines)
+    starts = [e for e in events if e.kind == "launcher.start"]
+    ends = [e for e in events if e.kind == "launcher.finished"]
+    assert [e.ref.line for e in starts] == [3] and starts[0].data["launcher"] == "ray"
+    assert [(e.ref.line, e.data["status"], e.data["job"]) for e in ends] == [(22, "succeeded", "rayjob-sample-5ntcr")]
+    assert ends[0].stamp.wall.isoformat() == "2023-08-21T17:08:46.040000"
+
+
+def test_window_ends_at_ray_and_slurm_end_lines(tmp_path):
+    """The window closes at `ray job submit`'s final status, and at slurmstepd's CANCELLED AT
+    (a line quoted in fixtures/launcher/public_samples.txt, from hafs-community/HAFS#101)."""
+    from postmortem import job
+
+    assert {"launcher.finished", "launcher.cancelled"} <= set(job.END_KINDS)
+    b = tmp_path / "b"
+    b.mkdir()
+    shutil.copy(ROOT / "fixtures/launcher/ray_job_submit_public.log", b / "ray.log")
+    a = analyze(b)
+    assert any(n.startswith("job window from 2023-08-21T17:08:23.727") and "to 2023-08-21T17:08:46.040" in n
+               and "ray.log:22" in n for n in a.timeline_notes)
+    cancelled = "slurmstepd: error: *** STEP 3495064.0 ON orion-01-01 CANCELLED AT 2021-10-27T19:35:36 ***"
+    (event,) = [e for e in _launcher_events([cancelled]) if e.kind == "launcher.cancelled"]
+    assert event.stamp.wall.isoformat() == "2021-10-27T19:35:36"
+
+
+def test_container_and_host_pids_of_one_process_are_one_lane():
+    """lab-pidns-straggler: torchrun ran in its own pid namespace, so its log names ranks by the
+    inner pids 5 and 6 while the host-side py-spy dumps name 25482/25483-style host pids;
+    collect's pid_ns.txt (NSpid) pairs them, and each process gets one lane."""
+    bundle = BUNDLES / "lab-pidns-straggler/bundle"
+    pairs = {}
+    for line in (bundle / "pid_ns.txt").read_text().splitlines():
+        outer, *inner = [int(x) for x in line.split("NSpid:")[1].split()]
+        pairs[inner[-1]] = outer
+    a = analyze(bundle)
+    assert a.verdict.cause == "straggler_timeout" and a.verdict.root.culprit_ranks == (0,)
+    doc = json.loads(jsonout.render(a))
+    lanes = {e["lane"] for e in doc["timeline"] if e["rank"] is not None or e["pid"] in pairs.values()}
+    for rank, inner in ((0, 5), (1, 6)):
+        host = pairs[inner]
+        assert f"localhost · rank {rank} · pid {host}" in lanes
+        assert not any(lane.endswith(f"pid {inner}") for lane in lanes)
+        own = [e for e in doc["timeline"] if e["pid"] == host]
+        assert any(e["data"].get("ns_pid") == inner for e in own)           # torchrun's lines, merged
+        assert any(e["source"].startswith("py-spy/") for e in own) or any(
+            s["pid"] == host for s in doc["stacks"])                          # py-spy's, host pid
+    # without pid_ns.txt the same process has two lanes: the pairs are what merges them
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "b"
+        shutil.copytree(bundle, copy)
+        (copy / "pid_ns.txt").unlink()
+        doc2 = json.loads(jsonout.render(analyze(copy)))
+        lanes2 = {e["lane"] for e in doc2["timeline"]}
+        assert "localhost · rank 0 · pid 5" in lanes2 and f"localhost · pid {pairs[5]}" in lanes2
+
+
+def test_pid_aliases_drop_an_inner_pid_two_namespaces_share():
+    from postmortem import job
+    from postmortem.model import Fact, Ref
+
+    facts = [Fact("process.nspid", [100, 1], Ref("pid_ns.txt", 1)), Fact("process.nspid", [200, 1], Ref("pid_ns.txt", 2)),
+             Fact("process.nspid", [101, 7], Ref("pid_ns.txt", 3)), Fact("process.nspid", [300], Ref("pid_ns.txt", 4))]
+    assert job.pid_aliases(facts) == {7: 101}

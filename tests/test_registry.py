@@ -9,7 +9,7 @@ import pytest
 
 from postmortem import knowledge
 from postmortem.knowledge import registry as reg
-from postmortem.parsers import parse_text
+from postmortem.parsers import PARSERS, parse_text
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "postmortem"
@@ -76,8 +76,12 @@ def test_no_weight_or_threshold_literal_in_rule_code(path):
 def test_every_kind_the_parsers_emit_on_the_fixtures_is_registered():
     signals = reg.registry().signals
     seen: dict[str, str] = {}
-    for folder in ("fixtures/corpus", "fixtures/bundles", "fixtures/kernel", "fixtures/nccl", "fixtures/launcher",
-                   "fixtures/faulthandler", "fixtures/pytrace", "fixtures/native", "fixtures/gdb", "fixtures/system"):
+    # The real bundles, and each parser's own samples: `fixtures/<parser name>/` (discovered, so a
+    # new format's folder is read without an edit here).
+    folders = ["fixtures/corpus", "fixtures/bundles",
+               *(f"fixtures/{cls.name}" for cls in PARSERS if (ROOT / "fixtures" / cls.name).is_dir())]
+    assert {"fixtures/kernel", "fixtures/nccl", "fixtures/system", "fixtures/gdb"} <= set(folders)
+    for folder in folders:
         for path in sorted((ROOT / folder).rglob("*")):
             if path.is_file() and path.suffix in (".log", ".txt", ".out", ".err"):
                 lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
@@ -165,3 +169,21 @@ def test_every_mapped_catalog_entry_is_a_registered_signal_with_a_strength():
     assert n > 100
     with pytest.raises(knowledge.KnowledgeError, match="unknown cause"):
         reg.catalog_signal("nccl", "x", "no_such_cause", "specific", "")
+
+
+def test_docs_kinds_md_is_what_the_registry_says():
+    """docs/kinds.md's event table is written from signals.toml (tools/docs/gen_kinds_md.py)."""
+    import importlib.util
+    import tomllib
+
+    spec = importlib.util.spec_from_file_location("gen_kinds_md", ROOT / "tools" / "docs" / "gen_kinds_md.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    signals = tomllib.loads((ROOT / "postmortem" / "knowledge" / "signals.toml").read_text(encoding="utf-8"))
+    current = (ROOT / "docs" / "kinds.md").read_text(encoding="utf-8")
+    assert gen.render(current, signals) == current, \
+        "docs/kinds.md is not current: run python tools/docs/gen_kinds_md.py"
+    # every parser kind has its row, and says what it is
+    parser_kinds = [k for k, e in signals["kind"].items() if e["producer"].startswith("parser:")]
+    assert len(parser_kinds) > 40 and all(f"| `{k}` |" in current for k in parser_kinds)
+    assert all(signals["kind"][k].get("doc") for k in parser_kinds), "give each [kind.*] entry a doc"

@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass, field
 
 from lark import Transformer, v_args
-from lark.exceptions import LarkError
 
-from postmortem import grammar
 from postmortem.model import Frame, Severity, Stack
-from postmortem.parsers import faulthandler, gdb, native
-from postmortem.parsers.base import Line, LineParser
+from postmortem.parsers.base import Line
+from postmortem.parsers.blocks import RankBlockParser
 
 # `Name: text` is an exception when its last dotted part is a builtin exception or
 # ends in one of these (and has a capitalised stem: `ValueError`, not `Error`/`ERROR`).
@@ -47,7 +46,6 @@ MAX_MESSAGE_LINES = 8
 _OTHER_RECORD = re.compile(
     r"^(?:\[|\d{4}-\d\d-\d\d|[IWEFCV]\d{4} |(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)[:\s]"
     r"|\S+:\d+:\d+ \[\d+\] NCCL |W\d|E\d)")
-_OTHER_PARSERS = (faulthandler.PREFILTER, gdb.PREFILTER, native.PREFILTER)
 # torch re-raises a worker's exception in the main process with this message.
 _DATALOADER_RERAISE = re.compile(r"^Caught \w+ in DataLoader worker process (\d+)\.")
 
@@ -58,6 +56,20 @@ def _wanted_by_another_parser(text: str) -> bool:
 
     return any(cls.prefilter is not None and cls.prefilter.search(text) is not None
                for cls in PARSERS if cls is not TracebackParser)
+
+
+def _other_block_prefilters() -> tuple:
+    """The prefilters of the other per-rank block parsers (faulthandler, gdb, native ...): a
+    line one of them starts ends a traceback's source lines."""
+    from postmortem.parsers import PARSERS  # the registry imports this module
+
+    return _block_prefilters(PARSERS)
+
+
+@functools.lru_cache(maxsize=4)
+def _block_prefilters(parsers: tuple) -> tuple:
+    return tuple(cls.prefilter for cls in parsers
+                 if issubclass(cls, RankBlockParser) and cls is not TracebackParser and cls.prefilter is not None)
 
 
 def is_exception_name(name: str) -> bool:
@@ -109,23 +121,22 @@ class _Context:
     message_lines: list[str] = field(default_factory=list)
 
 
-class TracebackParser(LineParser):
+class TracebackParser(RankBlockParser[_Context]):
+    """One `_Context` per launcher rank (`self.blocks`)."""
+
     name = "pytrace"
+    order = 80
     prefilter = PREFILTER
+    grammar_name = "pytrace"
+    transformer = _TRANSFORMER
 
-    def __init__(self, path, sink) -> None:
-        super().__init__(path, sink)
-        self._contexts: dict[int | None, _Context] = {}
-
-    @property
-    def busy(self) -> bool:
-        return any(c.tb is not None or c.message_index is not None or c.chained
-                   for c in self._contexts.values())
+    def is_open(self, c: _Context) -> bool:
+        return bool(c.tb is not None or c.message_index is not None or c.chained)
 
     def feed(self, line: Line) -> bool:
-        ctx = self._contexts.setdefault(line.rank, _Context())
+        ctx = self.blocks.of(line, _Context)
         stripped = line.text.strip()
-        item = self._parse(stripped) if stripped else None
+        item = self.parse_line(stripped) if stripped else None
         if item is not None and item[0] == "exception" and not is_exception_name(item[1][0]):
             item = None
         if item is not None and item[0] == "exception" and self._launchers_line(line):
@@ -136,16 +147,9 @@ class TracebackParser(LineParser):
         kind, value = item
         return getattr(self, f"_on_{kind}")(line, ctx, value)
 
-    def finish(self) -> None:
-        for ctx in self._contexts.values():
-            self._end_message(ctx)
-            self._end_traceback(ctx, title="")
-
-    def _parse(self, text: str):
-        try:
-            return grammar.load("pytrace", transformer=_TRANSFORMER).parse(text)
-        except LarkError:
-            return None
+    def end(self, ctx: _Context) -> None:
+        self._end_message(ctx)
+        self._end_traceback(ctx, title="")
 
     # -- one method per line kind ------------------------------------------------
 
@@ -230,7 +234,7 @@ class TracebackParser(LineParser):
 
     def _inside_traceback(self, line: Line, tb: _Traceback, stripped: str) -> bool:
         """Source lines, carets, and a paste's flattened source line after a frame."""
-        if any(p.match(line.text) for p in _OTHER_PARSERS):
+        if any(p.match(line.text) for p in _other_block_prefilters()):
             return False
         if line.text[:1].isspace() or tb.expect_source:
             tb.expect_source = False

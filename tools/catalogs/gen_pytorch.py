@@ -38,15 +38,16 @@ ALLOC = "c10/cuda/CUDACachingAllocator.cpp"
 NCCLUTILS = "torch/csrc/distributed/c10d/NCCLUtils.hpp"
 
 # (id, family, source, template, cause, strength, why).  cause 'context': says what happened,
-# not why.  strength 'specific' = one clear reading; 'subsystem' = a class of failures.
+# not why (every timeout is context: the collective-timeout rule reads who was late).
+# strength 'specific' = one clear reading; 'subsystem' = a class of failures.
 ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     # c10d: NCCL watchdog
     ("pt.watchdog_timeout", "c10d", PGNCCL, "Watchdog caught collective operation timeout: {} ran for {d} milliseconds before timing out.",
-     "nccl_timeout", "subsystem", "a collective waited past the process-group timeout: why it waited is elsewhere"),
+     "context", "subsystem", "a collective waited past the process-group timeout: why it waited is elsewhere"),
     ("pt.heartbeat_timeout", "c10d", PGNCCL, "Heartbeat monitor timed out! Process will be terminated after dumping debug info.",
-     "nccl_timeout", "subsystem", "the watchdog thread itself stopped (stuck in a NCCL/CUDA call)"),
+     "context", "subsystem", "the watchdog thread itself stopped (stuck in a NCCL/CUDA call)"),
     ("pt.watchdog_stuck", "c10d", PGNCCL, "ProcessGroupNCCL's watchdog got stuck for {d} seconds without making progress in monitoring enqueued collectives.",
-     "nccl_timeout", "subsystem", "the watchdog was blocked in a NCCL/CUDA API call"),
+     "context", "subsystem", "the watchdog was blocked in a NCCL/CUDA API call"),
     ("pt.nccl_ops_failed", "c10d", PGNCCL, "Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
      "context", "subsystem", "the process is taken down after a NCCL failure: fallout"),
     ("pt.nccl_error_in", "c10d", NCCLUTILS, "NCCL error in: {}:{d}, {}",
@@ -70,7 +71,7 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     ("pt.gloo_connection_closed", "c10d", WHEEL, "Connection closed by peer ",
      "context", "subsystem", "a Gloo peer closed its connection: usually the peer died"),
     ("pt.gloo_timeout", "c10d", WHEEL, "Timed out waiting {d}ms for {} operation",
-     "nccl_timeout", "subsystem", "a Gloo collective timed out"),
+     "context", "subsystem", "a Gloo collective timed out"),
     ("pt.dist_network_error", "c10d", WHEEL, "DistNetworkError",
      "nccl_network", "subsystem", "c10d reported a network error"),
     ("pt.dist_store_error", "c10d", WHEEL, "DistStoreError",
@@ -113,7 +114,7 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     ("pt.cuda_oom_short", "allocator", ALLOC, "CUDA out of memory. Tried to allocate {}",
      "gpu_oom", "specific", "the caching allocator could not get device memory"),
     ("pt.cpu_alloc_failed", "allocator", WHEEL, "DefaultCPUAllocator: can't allocate memory: you tried to allocate {d} bytes. Error code {d} ({})",
-     "host_oom", "subsystem", "a host allocation failed (memory exhausted or a ulimit -v / cgroup limit)"),
+     "host_oom", "subsystem", "c10/core/impl/alloc_cpu.cpp: posix_memalign returned ENOMEM — RAM exhausted, or a ulimit -v / cgroup limit: a limit in the bundle is the second sign"),
     ("pt.cuda_async_note", "cuda", "c10/cuda/CUDAException.cpp", "CUDA kernel errors might be asynchronously reported at some other API call",
      "context", "subsystem", "the reported call is not necessarily the failing one"),
     # device mismatch
@@ -127,6 +128,17 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
 # Keyed by the first word of strsignal()'s text (wrapped log lines keep only that much).
 SIGNAL_READINGS = {"Bus": "shm_exhausted", "Killed": "host_oom", "Segmentation": "dataloader_worker_crash",
                    "Aborted": "dataloader_worker_crash"}
+
+
+# An errno text on a c10d store/socket line reads the failure (c10d/socket.cpp formats the
+# errno's name and strerror text into DistNetworkError: "code: -98, name: EADDRINUSE,
+# message: address already in use").  Keyed by family; first text found wins.
+ERRNO_READINGS = {
+    "c10d": {"EADDRINUSE": "port_in_use", "ddress already in use": "port_in_use",
+             "EHOSTUNREACH": "nccl_network", "o route to host": "nccl_network",
+             "ENETUNREACH": "nccl_network", "etwork is unreachable": "nccl_network",
+             "Name or service not known": "nccl_network", "emporary failure in name resolution": "nccl_network"},
+}
 
 
 def template_to_regex(t: str) -> str:
@@ -210,7 +222,7 @@ def main(argv: list[str]) -> int:
                         "verified_in": verified, "cause": cause, "strength": strength, "why": why})
     out = {"catalog": "pytorch", "upstream": f"torch {version} wheel; https://github.com/pytorch/pytorch @ {PYTORCH_COMMIT[:12]}",
            "version": version, "commit": PYTORCH_COMMIT, "generator": "tools/catalogs/gen_pytorch.py",
-           "signal_readings": SIGNAL_READINGS, "entries": entries}
+           "signal_readings": SIGNAL_READINGS, "errno_readings": ERRNO_READINGS, "entries": entries}
     json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0
