@@ -10,8 +10,10 @@ event:
 * each process gets one identity: pid, rank and host aliases are joined (NCCL init
   lines, launcher records, `[rankN]:` prefixes), so a lane is `host · rank N · pid P`;
 * the job's window opens at the first line a launcher prints as it starts (torchrun,
-  DeepSpeed, Ray) or the first NCCL init line, and closes at the launcher's last record
-  of the job ending;
+  DeepSpeed, Ray, `ray job submit`) or the first NCCL init line, and closes at the
+  launcher's last record of the job ending (torchrun's ChildFailedError, `ray job
+  submit`'s final status, slurmstepd's CANCELLED AT).  srun prints no timed line as a
+  step starts, so a Slurm job's window opens only by the other lines;
 * kernel-log events before the window, after it, or from a process the job does not
   own are marked `data["context"]`: kept and shown folded, never a root or a symptom.
 
@@ -30,8 +32,10 @@ from postmortem.model import Basis, Event, Fact, Ref
 
 # Lines that show the job under way from its very start.
 START_KINDS = ("launcher.start", "nccl.init", "msg.rendezvous_complete")
-# Records of the job ending as a whole (not one rank's death: the others may go on).
-END_KINDS = ("launcher.failed", "launcher.finished")
+# Records of the job ending as a whole (not one rank's death: the others may go on):
+# torchrun's ChildFailedError, `ray job submit`'s final status, slurmstepd's
+# "*** STEP|JOB N ON host CANCELLED AT time ***" (the step's tasks are killed then).
+END_KINDS = ("launcher.failed", "launcher.finished", "launcher.cancelled")
 # Kernel events name the process they are about by pid; a process of the job dies by these.
 SLACK_S = 2.0      # a launcher line and a kernel line of one moment may differ by this much
 END_SLACK_S = 5.0  # the launcher notices the end a little after the last process died

@@ -203,6 +203,24 @@ class Finding:
 
 
 @dataclass(frozen=True, slots=True)
+class LauncherRoot:
+    """torchrun's "Root Cause (first observed failure)": the first process its agent saw fail.
+    Evidence to weigh, not the answer: in a timeout it is a rank that waited and gave up."""
+
+    ref: Ref
+    rank: int | None = None
+    local_rank: int | None = None
+    host: str | None = None
+    pid: int | None = None
+    exitcode: int | None = None
+    signal: str | None = None
+    time: str | None = None          # as torchrun printed it (the agent's local time, to the second)
+    error_file: str | None = None    # the @record error file, when the rank wrote one
+    agrees: bool | None = None       # names the rank the verdict blames (None: the verdict names none)
+    note: str = ""                   # how it was weighed, in words
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
     category: Category
     cause: str
@@ -221,6 +239,7 @@ class Verdict:
     commands: tuple[str, ...] = ()  # next_steps that are shell commands (pasteable)
     steps: tuple[str, ...] = ()     # next_steps in prose
     title: str = ""                 # the cause's title in words (knowledge), for headlines
+    launcher_root: LauncherRoot | None = None  # torchrun's first observed failure, weighed
 
 
 @dataclass(frozen=True, slots=True)

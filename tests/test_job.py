@@ -117,3 +117,31 @@ def test_deepspeed_start_and_spawned_lines():
     assert kinds == ["launcher.start", "launcher.spawned"]
     spawned = events[1]
     assert spawned.pid == 3966 and spawned.data["local_rank"] == 1
+
+
+def test_ray_job_submit_opens_and_closes_the_window():
+    """fixtures/launcher/ray_job_submit_public.log: Ray's own RayJob quick-start output."""
+    lines = (ROOT / "fixtures/launcher/ray_job_submit_public.log").read_text().splitlines()
+    events = _launcher_events(lines)
+    starts = [e for e in events if e.kind == "launcher.start"]
+    ends = [e for e in events if e.kind == "launcher.finished"]
+    assert [e.ref.line for e in starts] == [3] and starts[0].data["launcher"] == "ray"
+    assert [(e.ref.line, e.data["status"], e.data["job"]) for e in ends] == [(22, "succeeded", "rayjob-sample-5ntcr")]
+    assert ends[0].stamp.wall.isoformat() == "2023-08-21T17:08:46.040000"
+
+
+def test_window_ends_at_ray_and_slurm_end_lines(tmp_path):
+    """The window closes at `ray job submit`'s final status, and at slurmstepd's CANCELLED AT
+    (a line quoted in fixtures/launcher/public_samples.txt, from hafs-community/HAFS#101)."""
+    from postmortem import job
+
+    assert {"launcher.finished", "launcher.cancelled"} <= set(job.END_KINDS)
+    b = tmp_path / "b"
+    b.mkdir()
+    shutil.copy(ROOT / "fixtures/launcher/ray_job_submit_public.log", b / "ray.log")
+    a = analyze(b)
+    assert any(n.startswith("job window from 2023-08-21T17:08:23.727") and "to 2023-08-21T17:08:46.040" in n
+               and "ray.log:22" in n for n in a.timeline_notes)
+    cancelled = "slurmstepd: error: *** STEP 3495064.0 ON orion-01-01 CANCELLED AT 2021-10-27T19:35:36 ***"
+    (event,) = [e for e in _launcher_events([cancelled]) if e.kind == "launcher.cancelled"]
+    assert event.stamp.wall.isoformat() == "2021-10-27T19:35:36"

@@ -17,6 +17,7 @@ from collections import defaultdict
 
 from postmortem.classify.counter import (before_the_job, counter_evidence, crashed_peer, death_mismatch,
                                          unrelated_victims)
+from postmortem.classify import launcher_root
 from postmortem.classify.rules import RULES
 from postmortem.classify.signature import signature_of
 from postmortem.knowledge import Knowledge
@@ -56,6 +57,11 @@ def job_only(case: Case, trace: list[str]) -> Case:
 
 
 def classify(case: Case, k: Knowledge) -> Verdict:
+    """The verdict, with the launcher's own root-cause claim weighed beside it (launcher_root.py)."""
+    return launcher_root.weigh(_decide(case, k), case)
+
+
+def _decide(case: Case, k: Knowledge) -> Verdict:
     trace: list[str] = []
     case = job_only(case, trace)
     findings = run_rules(case, k, trace)
@@ -213,7 +219,10 @@ def _pick_root(by_cause, scores, k, trace) -> str | None:
         if first != best:
             trace.append(f"resolve: {first} happened before {best} and is close in support: root is {first}")
         return first
-    pick = max(contenders, key=lambda c: (PRECEDENCE[k.causes[c].category], scores[c]))
+    # Category precedence only lets a cause that could be claimed on its own signs take
+    # the root from a better-supported one: one weak hint never outranks a specific line.
+    able = [c for c in contenders if c == best or _claimable(by_cause[c], [])]
+    pick = max(able, key=lambda c: (PRECEDENCE[k.causes[c].category], scores[c]))
     if pick != best:
         trace.append(f"resolve: no common clock; {pick} ({k.causes[pick].category}) explains {best}: root is {pick}")
     return pick
@@ -248,7 +257,10 @@ def _pointers_in_bundle(case: Case) -> list[str]:
 def _unknown(case: Case, k: Knowledge, findings: list[Finding], scores: dict[str, float],
              trace: list[str], leaning: str | None = None) -> Verdict:
     u = k.causes["unknown"]
-    best = sorted(scores, key=lambda c: (c != leaning, -scores[c]))
+    # The best guess is a cause something points at as a root; a cause only its symptoms
+    # suggest (a timeout's "the collective was stuck") comes after.
+    root_capable = {f.cause for f in findings if f.role == "root"}
+    best = sorted(scores, key=lambda c: (c != leaning, c not in root_capable, -scores[c]))
     collect = _pointers_in_bundle(case) + list(u.collect)
     for c in best[:2]:
         collect.extend(x for x in k.causes[c].collect if x not in collect)

@@ -189,6 +189,7 @@ def counter_evidence(case: Case, trace: list[str]) -> dict[str, tuple[float, tup
             trace.append(f"counter: {reason}")
             out.update(_against(COUNTER.memlock_unlimited, reason))
             break
+    out.update(cgroup_no_oom_kill(case, trace))
     for f in _facts(case, "env.NCCL_P2P_DISABLE"):
         if str(f.value).strip() == "1":
             reason = f"NCCL_P2P_DISABLE=1 was set ({f.ref.describe()}): NCCL used no peer-to-peer transport"
@@ -196,3 +197,18 @@ def counter_evidence(case: Case, trace: list[str]) -> dict[str, tuple[float, tup
             out.update(_against(COUNTER.p2p_disabled, reason))
             break
     return out
+
+
+def cgroup_no_oom_kill(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """The memory cgroup of the job's own process (read for `collect --pid`, whose header
+    names the pid) counts no OOM kill: no process in it was killed by any OOM killer.  A
+    group read as `self` is the collector's, which proves nothing about the job's."""
+    readers = {f.ref.path for f in _facts(case, "cgroup.reader") if isinstance(f.value, int)}
+    zero = [f for f in _facts(case, "cgroup.oom_kill") if f.ref.path in readers and _num(f) == 0]
+    if not zero or any(_num(f) for f in _facts(case, "cgroup.oom_kill")):
+        return {}
+    f = zero[0]
+    reason = (f"the job's memory cgroup counts no OOM kill ({f.ref.describe()}): "
+              "no process in it was killed by an OOM killer")
+    trace.append(f"counter: {reason}")
+    return _against(COUNTER.cgroup_no_oom_kill, reason)

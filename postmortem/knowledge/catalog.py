@@ -159,6 +159,11 @@ def match_nccl(line: str) -> Match | None:
             # A sticky CUDA error surfaces in whatever call comes next: NCCL reporting one
             # does not say whose kernel faulted, so it is only a weak sign of the job's code.
             strength = "subsystem" if cause == "app_error" else found[0].strength
+            where = next(((s, c) for rx, s, c in rules if rx.search(src.split("src/")[-1])), None) if src else None
+            if cause == "app_error" and where and where[1] not in (CONTEXT, ERRNO, CUDA, "", "app_error"):
+                # ...and inside a transport (p2p.cc's cudaIpcOpenMemHandle, nvls.cc's multicast
+                # calls) the call that failed is the transport's own setup: its subsystem reads it.
+                cause, detail = where[1], f"{found[0].name} in {where[0]}"
         else:
             cause, strength = CONTEXT, "subsystem"
     return Match(e, cause or "", strength, detail)
@@ -187,6 +192,8 @@ def _cuda_index() -> tuple[dict, dict, dict]:
                 by_message.setdefault(e.message, e)
     for e in entries:
         by_number.setdefault(e.number, e)
+    for msg, e in list(by_message.items()):  # lines drop (or the reader strips) a final period
+        by_message.setdefault(msg.rstrip(".").strip(), e)
     for raw in data["entries"]:  # texts older runtimes printed for the same number
         for text in raw.get("older_messages", []):
             by_message.setdefault(text, by_name[raw["name"]])
@@ -282,6 +289,9 @@ def match_message(line: str, catalogs: tuple[str, ...] = ("pytorch", "kernel")) 
             killed = _KILLED_BY.search(line) if name == "pytorch" else None
             if killed and killed.group(1) in data.get("signal_readings", {}):
                 cause, strength, detail = data["signal_readings"][killed.group(1)], "specific", killed.group(1)
+            errno = next(((t, c) for t, c in data.get("errno_readings", {}).get(e.subsystem, {}).items() if t in line), None)
+            if errno and cause in (CONTEXT, "nccl_network", ""):
+                cause, strength, detail = errno[1], "specific", errno[0]
             if e.id == "k.oops_rip":
                 rip = _RIP_MODULE.search(line)
                 module = rip.group("module") if rip else ""

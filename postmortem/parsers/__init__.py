@@ -14,6 +14,7 @@ from typing import Iterable, Iterator
 from postmortem import knowledge
 from postmortem.budget import Meter
 from postmortem.parsers import (
+    cgroup,
     clocks,
     faulthandler,
     gdb,
@@ -22,6 +23,7 @@ from postmortem.parsers import (
     messages,
     native,
     nccl,
+    proclimits,
     pyspy,
     pytrace,
     system,
@@ -41,6 +43,8 @@ PARSERS: tuple[type[LineParser], ...] = (
     pytrace.TracebackParser,
     clocks.ClockParser,
     system.SystemParser,
+    proclimits.ProcLimitsParser,
+    cgroup.CgroupParser,
 )
 
 

@@ -80,6 +80,14 @@ class Sink:
         self.stacks.append(stack)
 
 
+def emit(sink, line: Line, kind: str, severity: Severity, *, stamp: Stamp | None = None,
+         host: str | None = None, pid: int | None = None, tid: int | None = None,
+         rank: int | None = None, text: str | None = None, data: dict) -> Event:
+    """Sink.event with `data` as a dict, so it may hold keys named `line` and `rank`."""
+    return sink.event(line, kind, severity, stamp=stamp, host=host, pid=pid, tid=tid, rank=rank,
+                      text=text, data=data)
+
+
 class LineParser:
     """One input format.  Subclasses set `name` and `prefilter` and implement `feed`.
 

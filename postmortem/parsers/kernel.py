@@ -27,9 +27,8 @@ from lark.exceptions import LarkError
 
 from postmortem import grammar
 from postmortem.model import ClockKind, Severity, Stamp
-from postmortem.parsers.base import Line, LineParser
+from postmortem.parsers.base import Line, LineParser, emit
 from postmortem.parsers.keywords import any_word
-from postmortem.parsers.nccl import emit
 
 _MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}

@@ -56,6 +56,19 @@ STARTS: tuple[tuple[str, re.Pattern[str], str], ...] = (
                              r"\[(?:launch|runner|launcher_helper)\.py:\d+:\w+\]"), "%Y-%m-%d %H:%M:%S,%f"),
     ("ray", re.compile(r"^(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)\s+INFO \S+ -- "
                        r"(?:Started a local Ray instance|Connecting to existing Ray cluster)"), "%Y-%m-%d %H:%M:%S,%f"),
+    # `ray job submit` (ray/dashboard/modules/job/cli.py, cli_logger.success): the submission
+    # is where the job begins; logged with a time when stdout is not a terminal.
+    ("ray", re.compile(r"^(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)\s+SUCC \S+ -- "
+                       r"Job '[^']+' submitted successfully\s*$"), "%Y-%m-%d %H:%M:%S,%f"),
+)
+# Lines a launcher prints when the job as a whole has ended: (launcher, regex with `stamp`
+# and `status` groups, strptime format).  They close the job's window (job.py END_KINDS).
+ENDS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    # `ray job submit` once the job is over (ray/dashboard/modules/job/cli.py _log_job_status:
+    # "Job '{job_id}' succeeded" | "... failed" | "... was stopped"), e.g. in Ray's RayJob
+    # quick start: `2023-08-21 17:08:46,040 SUCC cli.py:34 -- Job 'rayjob-sample-5ntcr' succeeded`.
+    ("ray", re.compile(r"^(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)\s+[A-Z]+ \S+ -- "
+                       r"Job '(?P<job>[^']+)' (?P<status>succeeded|failed|was stopped)\s*$"), "%Y-%m-%d %H:%M:%S,%f"),
 )
 _SPAWNED = re.compile(r"\] process (?P<pid>\d+) spawned with command: (?P<cmd>.*)$")
 _LOCAL_RANK = re.compile(r"--local_rank=(\d+)")
@@ -295,7 +308,7 @@ class _Table:
 class LauncherParser(LineParser):
     name = "launcher"
     prefilter = re.compile("|".join(f"(?:{rx.pattern})" for _, rx in FAMILIES)
-                           + "".join(f"|(?:{re.sub(r'[(][?]P<[a-z]+>', '(?:', rx.pattern)})" for _, rx, _ in STARTS))
+                           + "".join(f"|(?:{re.sub(r'[(][?]P<[a-z]+>', '(?:', rx.pattern)})" for _, rx, _ in STARTS + ENDS))
     # Necessary conditions for the prefilter, cheap to test (see LineParser.gate_start).
     gate_start = re.compile(rf"\S+ FAILED|(?:Other )?Failures:|Root Cause|\[\d+\]:|mpirun noticed|Primary job|srun: error|"
                             rf"slurmstepd|[\w./-]+: line \d+: |(?:{_STRSIGNAL_ALTERNATION})|\(raylet\)"
@@ -328,6 +341,12 @@ class LauncherParser(LineParser):
         return self._start_line(line)
 
     def _start_line(self, line: Line) -> bool:
+        for launcher, rx, fmt in ENDS:
+            m = rx.match(line.text)
+            if m is not None:
+                self.sink.event(line, "launcher.finished", Severity.INFO, stamp=self._start_stamp(m, fmt),
+                                launcher=launcher, status=m["status"], job=m["job"])
+                return True
         for launcher, rx, fmt in STARTS:
             m = rx.match(line.text)
             if m is None:

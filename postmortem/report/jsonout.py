@@ -66,6 +66,14 @@ def artifact_json(a: Artifact) -> dict[str, Any]:
             "unclaimed": a.unclaimed, "host": a.host}
 
 
+def launcher_root_json(r) -> dict[str, Any] | None:
+    if r is None:
+        return None
+    return {"rank": r.rank, "local_rank": r.local_rank, "host": r.host, "pid": r.pid, "exitcode": r.exitcode,
+            "signal": r.signal, "time": r.time, "error_file": r.error_file, "agrees": r.agrees, "note": r.note,
+            "evidence": ref_json(r.ref)}
+
+
 def to_dict(a: Analysis) -> dict[str, Any]:
     v = a.verdict
     events = sorted(shown_events(a.case.events), key=sort_key)
@@ -84,6 +92,7 @@ def to_dict(a: Analysis) -> dict[str, Any]:
             "remediation": list(v.remediation), "next_steps": list(v.next_steps),
             "commands": list(v.commands), "steps": list(v.steps),
             "collect": list(v.collect),
+            "launcher_root": launcher_root_json(v.launcher_root),
         },
         "signature": v.signature,
         "timeline_notes": list(a.timeline_notes),

@@ -49,6 +49,8 @@ def render(a: Analysis, report: str | None = None) -> str:
         _commands(a),
         _collect(a),
         _section("Counter-evidence", [markdown_text(c, 200) for c in v.counter]),
+        _section("Launcher's root cause (weighed, not taken)",
+                 [markdown_text(v.launcher_root.note, 400)] if v.launcher_root else []),
         _symptoms(a),
     ]
     tail = f"Signature: {markdown_code(v.signature, 300)}\n"

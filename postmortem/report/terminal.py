@@ -314,6 +314,9 @@ def _counter(console, a: Analysis) -> None:
     console.print(_text(("Counter-evidence", "bold"), "" if v.counter else ": none found"))
     for c in v.counter:
         _bullet(console, terminal_text(c, 300))
+    if v.launcher_root is not None:
+        console.print(_text(("Launcher's root cause", "bold"), " (weighed, not taken)"))
+        _bullet(console, terminal_text(v.launcher_root.note, 400))
 
 
 def _symptoms(console, a: Analysis) -> None:

@@ -76,7 +76,8 @@ def test_timeout_with_silent_rank_is_a_straggler():
 
 def test_silent_hang_of_nccl_tests_is_p2p():
     fs, trace = run(rules.SilentCollectiveHang(), CORPUS / "nccl-p2p-iommu-01/bundle")
-    assert fs and fs[0].cause == "nccl_p2p" and "root complexes" in fs[0].summary
+    assert fs and fs[0].cause == "nccl_p2p"
+    assert "root complexes" not in fs[0].summary  # no topology measured: bus numbers are no proof
     fs, _ = run(rules.SilentCollectiveHang(), CORPUS / "multi-docker-noiface-nccltests-06/bundle")
     assert fs == []  # that run failed with an error: not a silent hang
 
@@ -124,14 +125,17 @@ def test_gloo_timeout_with_a_busy_rank_is_a_straggler():
     assert fs[0].cause == "straggler_timeout" and "[0]" in fs[0].summary and "preprocess" in fs[0].summary
 
 
-def test_single_rank_timeout_without_world_is_a_stuck_collective(tmp_path):
-    """Only one rank's line, no way to know the others: no straggler claim."""
+def test_single_rank_timeout_without_world_is_no_claim(tmp_path):
+    """Only one rank's line, no way to know the others: neither a stuck collective nor a
+    straggler is claimed; with no transport error it only leans straggler (one weak sign)."""
     b = tmp_path / "b"
     b.mkdir()
     line = (CORPUS / "multi-tokenize-timeout-04/bundle/train.log").read_text().splitlines()[1]
     (b / "rank1.log").write_text(line + "\n")
     fs, _ = run(rules.CollectiveTimeout(), b)
-    assert fs[0].cause == "nccl_timeout"
+    assert [f.cause for f in fs] == ["straggler_timeout"]
+    assert fs[0].strength == "weak" and fs[0].confidence < 0.35
+    assert analyze(b).verdict.cause == "unknown"
 
 
 def test_oom_kill_of_another_process_does_not_explain_a_sigbus():
@@ -282,3 +286,77 @@ def test_unknown_verdict_asks_for_the_traceback_of_a_rank_that_exited_with_an_er
     """fixtures/validation18: DeepSpeed says a rank exited with code 1, and no traceback is in the bundle."""
     v = analyze(ROOT / "fixtures/validation18/deepspeed-rc1-oom-dschat-step2-02/bundle").verdict
     assert v.cause == "unknown" and any("exited with code 1" in c for c in v.collect[:2])
+
+
+# ---- the memory cgroup and the process's limits (collect's cgroup_memory.txt, proc_limits.txt)
+
+LIMITS = ROOT / "fixtures/system/limits"
+
+
+def test_cgroup_oom_kill_count_is_the_second_sign_of_a_sigkill_without_kernel_log():
+    """lab-torchrun-oom-cgroup-no-kmsg: collect could not read dmesg (no CAP_SYSLOG); torchrun
+    says rank 1 died of SIGKILL and the job's cgroup counts 1 OOM kill: two independent signs."""
+    v = analyze(ROOT / "fixtures/bundles/lab-torchrun-oom-cgroup-no-kmsg/bundle").verdict
+    assert v.cause == "host_oom"
+    assert any("cgroup_memory.txt" in t and "cgroup-oom-kills" in t for t in v.trace)
+    assert any("independent weak signs" in t and "cgroup.oom_kills" in t for t in v.trace)
+
+
+def test_cgroup_oom_kill_count_alone_is_no_sign(tmp_path):
+    """A count without a death of the job in the bundle may be an earlier job's."""
+    (tmp_path / "cgroup_memory.txt").write_bytes((LIMITS / "cgroup_memory_v1_pid_oom.txt").read_bytes())
+    findings, trace = run(rules.CgroupOomKills(), tmp_path)
+    assert findings == [] and any("no death of the job" in t for t in trace)
+
+
+def test_cgroup_of_the_jobs_pid_without_oom_kill_speaks_against_host_oom(tmp_path):
+    (tmp_path / "train.log").write_bytes((ROOT / "fixtures/launcher/torchrun_sigkill.log").read_bytes())
+    base = analyze(tmp_path).verdict
+    (tmp_path / "cgroup_memory.txt").write_bytes((LIMITS / "cgroup_memory_v1_pid_clean.txt").read_bytes())
+    v = analyze(tmp_path).verdict
+    assert any("counts no OOM kill" in t for t in v.trace)
+    assert v.cause != "host_oom"
+    before = [t for t in base.trace if "host_oom" in t]
+    assert before, "without the cgroup the SIGKILL leans to host_oom"
+
+
+def test_cgroup_read_as_self_is_not_counter_evidence(tmp_path):
+    (tmp_path / "train.log").write_bytes((ROOT / "fixtures/launcher/torchrun_sigkill.log").read_bytes())
+    (tmp_path / "cgroup_memory.txt").write_bytes(
+        (ROOT / "fixtures/bundles/lab-fd-limit-dataloader/bundle/cgroup_memory.txt").read_bytes())
+    v = analyze(tmp_path).verdict
+    assert not any("counts no OOM kill" in t for t in v.trace)
+
+
+def test_measured_low_limit_backs_the_message_of_its_resource():
+    findings, trace = run(rules.MeasuredLimit(), ROOT / "fixtures/bundles/lab-fd-limit-dataloader/bundle")
+    assert [f.cause for f in findings] == ["fd_limit"]
+    assert any(r.path == "proc_limits.txt" for r in findings[0].evidence)
+    assert any("Too many open files" in r.text for r in findings[0].evidence)
+
+
+def test_measured_limit_is_silent_without_a_message_of_its_resource():
+    findings, _ = run(rules.MeasuredLimit(), ROOT / "fixtures/bundles/lab-torchrun-oom-cgroup/bundle")
+    assert findings == []
+
+
+def test_a_measured_memlock_limit_backs_ucx_enomem():
+    """ulimit -l 64 (KiB) beside UCX's ibv_create_cq 'Cannot allocate memory' (validation17)."""
+    findings, trace = run(rules.MeasuredLimit(), ROOT / "fixtures/validation17/ucx-ibv-create-cq-memlock-64k-02/bundle")
+    assert [f.cause for f in findings] == ["memlock_limit"]
+    assert any(r.path == "ulimit.txt" for r in findings[0].evidence)
+
+
+def test_silent_hang_across_host_bridges_is_read_from_the_topology_matrix(tmp_path):
+    """`nvidia-smi topo -m` (layout of the NVIDIA tool, values written here) with SYS between
+    the GPUs: the hang's P2P traffic crossed the root complexes."""
+    import shutil
+    b = tmp_path / "b"
+    shutil.copytree(CORPUS / "nccl-p2p-iommu-01/bundle", b)
+    (b / "nvidia-smi-topo.txt").write_text(
+        "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\n"
+        "GPU0\t X \tSYS\t0-15\t0\n"
+        "GPU1\tSYS\t X \t16-31\t1\n\n"
+        "Legend:\n\n  X    = Self\n  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes\n")
+    fs, _ = run(rules.SilentCollectiveHang(), b)
+    assert fs and fs[0].cause == "nccl_p2p" and "root complexes" in fs[0].summary

@@ -57,7 +57,8 @@ FILE_RULES: tuple[tuple[str, str, str], ...] = (
 TEXT_RULES: tuple[tuple[str, str, str, str], ...] = (
     (r"^Failed to open lib|^Failed to load|dlopen|dlsym", "", "context", "an optional library is missing: NCCL falls back (a hint, not a failure)"),
     (r"^Cuda failure|^CUDA failure|^Cuda driver error|^CUDA driver error|cuGetErrorString|Cuda error|CUDA error", "cuda", "cuda", "a CUDA call failed: read its error text"),
-    (r"shared memory segment|/dev/shm|shm_open|shmOpen|posix_fallocate|Call to .*fallocate", "shm", "errno", "shared-memory segment: read the errno text"),
+    (r"shared memory segment|/dev/shm|shm_open|shmOpen|posix_fallocate|Call to .*fallocate|failed to extend .*bytes, error:", "shm", "errno", "shared-memory segment: read the errno text"),
+    (r"^Error: failed to extend +to +bytes$", "shm", "shm_exhausted", "misc/shmutils.cc: posix_fallocate of the /dev/shm segment failed — on tmpfs that is ENOSPC, no room left"),
     (r"Got async event", "ib", "nccl_network", "the HCA reported an async event (port or device error)"),
     (r"Got completion .*with error|completion with error", "ib", "nccl_network", "an IB work request completed with an error (peer, link or QP)"),
     (r"ibv_modify_qp|ibv_create_qp|QP .*state|Error on QP|rdma_connect", "ib", "nccl_network", "an IB queue pair could not be brought up"),

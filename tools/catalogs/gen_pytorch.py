@@ -113,7 +113,7 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     ("pt.cuda_oom_short", "allocator", ALLOC, "CUDA out of memory. Tried to allocate {}",
      "gpu_oom", "specific", "the caching allocator could not get device memory"),
     ("pt.cpu_alloc_failed", "allocator", WHEEL, "DefaultCPUAllocator: can't allocate memory: you tried to allocate {d} bytes. Error code {d} ({})",
-     "host_oom", "subsystem", "a host allocation failed (memory exhausted or a ulimit -v / cgroup limit)"),
+     "host_oom", "subsystem", "c10/core/impl/alloc_cpu.cpp: posix_memalign returned ENOMEM — RAM exhausted, or a ulimit -v / cgroup limit: a limit in the bundle is the second sign"),
     ("pt.cuda_async_note", "cuda", "c10/cuda/CUDAException.cpp", "CUDA kernel errors might be asynchronously reported at some other API call",
      "context", "subsystem", "the reported call is not necessarily the failing one"),
     # device mismatch
@@ -127,6 +127,17 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
 # Keyed by the first word of strsignal()'s text (wrapped log lines keep only that much).
 SIGNAL_READINGS = {"Bus": "shm_exhausted", "Killed": "host_oom", "Segmentation": "dataloader_worker_crash",
                    "Aborted": "dataloader_worker_crash"}
+
+
+# An errno text on a c10d store/socket line reads the failure (c10d/socket.cpp formats the
+# errno's name and strerror text into DistNetworkError: "code: -98, name: EADDRINUSE,
+# message: address already in use").  Keyed by family; first text found wins.
+ERRNO_READINGS = {
+    "c10d": {"EADDRINUSE": "port_in_use", "ddress already in use": "port_in_use",
+             "EHOSTUNREACH": "nccl_network", "o route to host": "nccl_network",
+             "ENETUNREACH": "nccl_network", "etwork is unreachable": "nccl_network",
+             "Name or service not known": "nccl_network", "emporary failure in name resolution": "nccl_network"},
+}
 
 
 def template_to_regex(t: str) -> str:
@@ -210,7 +221,7 @@ def main(argv: list[str]) -> int:
                         "verified_in": verified, "cause": cause, "strength": strength, "why": why})
     out = {"catalog": "pytorch", "upstream": f"torch {version} wheel; https://github.com/pytorch/pytorch @ {PYTORCH_COMMIT[:12]}",
            "version": version, "commit": PYTORCH_COMMIT, "generator": "tools/catalogs/gen_pytorch.py",
-           "signal_readings": SIGNAL_READINGS, "entries": entries}
+           "signal_readings": SIGNAL_READINGS, "errno_readings": ERRNO_READINGS, "entries": entries}
     json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0

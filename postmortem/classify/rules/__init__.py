@@ -6,10 +6,11 @@ from __future__ import annotations
 from postmortem.classify.rules.app import AppError
 from postmortem.classify.rules.base import Rule, died_of, finding
 from postmortem.classify.rules.catalog import CatalogReadings
-from postmortem.classify.rules.comms import (NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
+from postmortem.classify.rules.comms import (KernelRdmaFault, NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
                                              SilentCollectiveHang)
-from postmortem.classify.rules.config import (CollectiveTimeout, CudaBuildNewerThanDriver, HighHostMemoryThenDeath,
-                                              KilledWithoutReason, MemoryLimitSet, SigbusContext)
+from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, HighHostMemoryThenDeath,
+                                              KilledWithoutReason, MeasuredLimit, MemoryLimitSet,
+                                              SigbusContext)
 from postmortem.classify.rules.hang import FlightRecorderHang
 from postmortem.classify.rules.hardware import GpuHealth
 from postmortem.classify.rules.knowledge import KnownMessages, XidCatalog
@@ -27,9 +28,12 @@ RULES: tuple[Rule, ...] = (
     QuietPcieTopology(),
     HighHostMemoryThenDeath(),
     MemoryLimitSet(),
+    CgroupOomKills(),
+    MeasuredLimit(),
     CudaBuildNewerThanDriver(),
     NcclStoppedDuringInit(),
     FlightRecorderHang(),
+    KernelRdmaFault(),
     AppError(),
 )
 

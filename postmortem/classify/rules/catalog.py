@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import tomllib
 from collections import defaultdict
 from importlib import resources
@@ -43,11 +44,23 @@ def _hits(e: Event) -> list[catalog.Match]:
         if m and m.entry.subsystem in _readings()["kernel"]["read_families"]:
             out.append(m)
     if e.kind in (KIND.py_exception, KIND.native_terminate):
-        out += [catalog.Match(c, c.cause, c.strength, c.name) for c in catalog.cuda_errors_in(text)]
-        m = catalog.match_message(text, ("pytorch",))
+        # An exception's message runs on below its first line (ncclResult_t text, then
+        # "Last error:" and the last NCCL WARN text, since NCCL 2.13).
+        more = str(e.data.get("continuation") or "")
+        whole = f"{text}\n{more}" if more else text
+        out += [catalog.Match(c, c.cause, c.strength, c.name) for c in catalog.cuda_errors_in(whole)]
+        m = catalog.match_message(whole, ("pytorch",))
         if m:
             out.append(m)
+        last = _LAST_ERROR.search(more)
+        if last:
+            m = catalog.match_nccl(last.group(1))
+            if m and not any(x.entry.id == m.entry.id for x in out):
+                out.append(m)
     return out
+
+
+_LAST_ERROR = re.compile(r"Last error:\s*\n\s*(.{4,400})")
 
 
 class CatalogReadings(Rule):
@@ -56,7 +69,10 @@ class CatalogReadings(Rule):
     id = "catalog"
 
     def findings(self, case, k, trace):
-        claimed = {(e.ref.path, e.ref.line) for e in case.events if e.kind.startswith(_PATTERN_KINDS_PREFIX)}
+        # A pattern that reads a cause owns its line; a context pattern (cause "") only names
+        # what the line is, so the catalogs still read why (a "CUDA error: <text>" line).
+        reading = {f"{_PATTERN_KINDS_PREFIX}{m.id}" for m in k.messages if m.cause}
+        claimed = {(e.ref.path, e.ref.line) for e in case.events if e.kind in reading}
         groups: dict[tuple[str, str, str], list[Event]] = defaultdict(list)
         details: dict[tuple[str, str, str], str] = {}
         seen: set[tuple] = set()

@@ -33,7 +33,7 @@ class SilentCollectiveHang(Rule):
     """nccl-tests that set up its GPUs, printed no result and no error: it hung.
 
     With all GPUs in one process the traffic is intra-node peer-to-peer; GPUs under
-    different PCIe root complexes (bus ids on both sides of 0x80) are where IOMMU/ACS
+    different PCIe host bridges (`nvidia-smi topo -m`: NODE/SYS) are where IOMMU/ACS
     redirection breaks P2P."""
 
     id = "silent-collective-hang"
@@ -49,8 +49,7 @@ class SilentCollectiveHang(Rule):
                for e in case.events):
             return []
         hosts = {e.data.get("node") for e in devices}
-        buses = sorted({int(str(e.data.get("bus", "0")), 16) for e in devices})
-        split_roots = any(b < LIMIT.pcie_root_split_bus for b in buses) and any(b >= LIMIT.pcie_root_split_bus for b in buses)
+        split_roots = _gpus_across_host_bridges(case)
         if len(hosts) != 1:
             return []
         # A log that merely ends early is no P2P hang: want a sign that P2P was in play.
@@ -62,6 +61,19 @@ class SilentCollectiveHang(Rule):
         return [sign_finding(k, sign, self.id,
                              f"nccl-tests initialised {len(devices)} GPUs of one node{why} and then produced no result and no error: a P2P hang",
                              header + devices, "hang")]
+
+# `nvidia-smi topo -m` legend: NODE crosses PCIe host bridges within a NUMA node, SYS the
+# SMP interconnect between NUMA nodes — traffic between such GPUs goes through the root
+# complexes, where ACS/IOMMU redirection breaks P2P.
+_ACROSS_HOST_BRIDGES = frozenset({"NODE", "SYS"})
+
+
+def _gpus_across_host_bridges(case) -> bool:
+    """Measured, not guessed from bus numbers: the topology matrix puts two GPUs of the
+    node on different host bridges."""
+    links = [f for f in case.facts if f.name == "gpu.topo_links" and isinstance(f.value, dict)]
+    return any(str(v).strip() in _ACROSS_HOST_BRIDGES for f in links for v in f.value.values())
+
 
 class NcclStoppedDuringInit(Rule):
     """NCCL on several GPUs of one host started and then nothing happened, with no error at
@@ -121,3 +133,21 @@ class QuietPcieTopology(Rule):
                         f"{', across host bridges' if crosses else ''}): a silent hang of P2P traffic (ACS/IOMMU) is the "
                         "likeliest reading; confirm with NCCL_P2P_DISABLE=1",
                         [], "topology", extra_refs=tuple(f.ref for f in links[:2]))]
+
+class KernelRdmaFault(Rule):
+    """The host's RDMA NIC driver (mlx5_core, ib_core ...) logged a fault, a link going down or
+    a health syndrome during the job: a sign of the IB/RoCE path, weak alone (one port of
+    many, or a link the job did not use), decisive beside NCCL's own transport errors."""
+
+    id = "kernel-rdma-fault"
+
+    def findings(self, case, k, trace):
+        events = [e for e in case.events if e.kind == KIND.kernel_ib]
+        if not events:
+            return []
+        devices = sorted({str(e.data.get("device") or "?") for e in events})
+        first = " ".join(str(events[0].data.get("msg") or events[0].text).split())[:160]
+        trace.append(f"{self.id}: {len(events)} RDMA driver fault line(s) on {', '.join(devices)}")
+        return [sign_finding(k, SIGN.ib_kernel_fault, self.id,
+                             f"the RDMA NIC driver reported trouble on {', '.join(devices)}: {first}"
+                             + (f" (×{len(events)})" if len(events) > 1 else ""), events, "kernel-ib")]

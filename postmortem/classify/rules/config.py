@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import re
 
-from postmortem.classify.counter import effective_shm_size
+from postmortem import signals
+from postmortem.classify.counter import _NETWORK_TEXT, _TEARDOWN, effective_shm_size
 from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, sign_finding
 from postmortem.knowledge import catalog
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
@@ -104,7 +105,6 @@ class CollectiveTimeout(Rule):
         world_known_apart = bool(awaited) or (bool(world - timed_out) and (
             len(timed_out) >= 2 or self._world_size(case) or self._launcher_ranks(case)))
         seqs = [int(e.data["seq"]) for e in timeouts if str(e.data.get("seq", "")).isdigit()]
-        early = bool(seqs) and max(seqs) <= LIMIT.early_seq
         progress = [e for e in case.events if e.kind == KIND.msg_progress_bar]
         busy, waiting = self._dumps(case)
         behind_main = self._waiting_for_main_process(case)
@@ -121,7 +121,7 @@ class CollectiveTimeout(Rule):
                                  "timeout", extra_refs=(behind_main.ref,),
                                  combined=tuple(s for s, present in seen if present))]
         if silent and world_known_apart:
-            w = (SIGN.timeout_silent_ranks.weight + (SIGN.timeout_first_collectives.weight if early else 0)
+            w = (SIGN.timeout_silent_ranks.weight
                  + (SIGN.timeout_progress_advancing.weight if progress else 0)
                  + (SIGN.timeout_rank_busy_elsewhere.weight if busy and waiting else 0))
             why = []
@@ -134,17 +134,72 @@ class CollectiveTimeout(Rule):
             summary = (f"rank(s) {sorted(timed_out)} timed out in {op}"
                        f"{f' (SeqNum {min(seqs)})' if seqs else ''} while rank(s) {silent} never reported a timeout"
                        + (f"; {'; '.join(why)}" if why else ""))
-            trace.append(f"{self.id}: straggler: silent {silent}, early={early}, progress={bool(progress)}, dumps={bool(busy and waiting)}")
+            trace.append(f"{self.id}: straggler: silent {silent}, progress={bool(progress)}, dumps={bool(busy and waiting)}")
             extra = tuple(s.ref for s in busy[:1] + waiting[:1])
-            seen = ((SIGN.timeout_first_collectives, early), (SIGN.timeout_progress_advancing, bool(progress)),
+            seen = ((SIGN.timeout_progress_advancing, bool(progress)),
                     (SIGN.timeout_rank_busy_elsewhere, bool(busy and waiting)))
             return [sign_finding(k, SIGN.timeout_silent_ranks, self.id, summary, timeouts + progress[:1], "timeout",
                                  extra_refs=extra, weight=w, combined=tuple(s for s, present in seen if present),
                                  culprits=tuple(silent))]
-        trace.append(f"{self.id}: no rank is known to be missing; the collective itself was stuck")
-        return [sign_finding(k, SIGN.timeout_all_ranks, self.id,
-                             f"{len(timeouts)} collective timeout(s) across ranks {sorted(timed_out) or '?'}; no other fault found",
-                             timeouts, "timeout")]
+        return self._no_rank_missing(case, k, timeouts, timed_out, world, progress, trace)
+
+    def _no_rank_missing(self, case, k, timeouts, timed_out, world, progress, trace):
+        """No rank is known to be silent.  A timeout alone is a symptom: the collective was
+        stuck only when every rank of a known world waited in the same one; ranks waiting
+        in different collectives (SeqNum), or work still advancing while they waited, say
+        one rank was behind; a timeout with no transport error, no dead process and
+        nothing else leans that way too, but never claims alone."""
+        by_rank: dict[int, set[int]] = {}
+        for e in timeouts:
+            if e.rank is not None and str(e.data.get("seq", "")).isdigit():
+                by_rank.setdefault(e.rank, set()).add(int(e.data["seq"]))
+        firsts = {r: min(s) for r, s in by_rank.items()}
+        apart = len(set(firsts.values())) > 1
+        advancing = self._advancing(progress, timeouts)
+        network = _network_signs(case, k)
+        dead = _deaths_not_by_timeout(case, timeouts)
+        if not apart and not advancing and world and world <= timed_out and len(timed_out) >= 2:
+            trace.append(f"{self.id}: every rank of the world {sorted(world)} timed out in the same collective")
+            return [sign_finding(k, SIGN.timeout_all_ranks, self.id,
+                                 f"{len(timeouts)} collective timeout(s) across all ranks {sorted(timed_out)}; "
+                                 "no other fault found", timeouts, "timeout")]
+        signs = []
+        why = []
+        if apart:
+            behind = sorted(r for r, s in firsts.items() if s == min(firsts.values()))
+            signs.append(SIGN.timeout_seq_apart)
+            why.append("ranks timed out in different collectives (" +
+                       ", ".join(f"rank {r} at SeqNum {s}" for r, s in sorted(firsts.items())) +
+                       f"): they were not all in one stuck collective; rank(s) {behind} were behind")
+        if advancing:
+            signs.append(SIGN.timeout_progress_while_waiting)
+            why.append(f"the log shows '{advancing[0].data.get('task', '').strip()}' still advancing while ranks waited")
+        if not network and not dead:
+            signs.append(SIGN.timeout_no_transport_error)
+            why.append("no transport error and no dead process in the bundle")
+        if not signs:
+            trace.append(f"{self.id}: timeouts with a transport error or a dead process beside them: "
+                         "the timeouts are their fallout")
+            return []
+        trace.append(f"{self.id}: no rank known to be missing; straggler signs: {', '.join(s.id for s in signs)}")
+        summary = (f"{len(timeouts)} collective timeout(s) on rank(s) {sorted(timed_out) or '?'}: " + "; ".join(why))
+        refs = tuple(e.ref for e in advancing[:1])
+        return [sign_finding(k, signs[0], self.id, summary, timeouts, "timeout", extra_refs=refs,
+                             combined=tuple(signs[1:]))]
+
+    @staticmethod
+    def _advancing(progress: list[Event], timeouts: list[Event]) -> list[Event]:
+        """Progress lines showing work still moving: one task's percentage rising, or a
+        progress line printed after a timeout in the same file."""
+        first = {}
+        for t in timeouts:
+            first.setdefault(t.ref.path, t.seq)
+        after = [p for p in progress if p.ref.path in first and p.seq > first[p.ref.path]]
+        by_task: dict[str, list[float]] = {}
+        for p in sorted(progress, key=lambda e: e.seq):
+            by_task.setdefault(str(p.data.get("task", "")).strip(), []).append(_num(p.data.get("pct")))
+        rising = [task for task, pcts in by_task.items() if len(pcts) >= 2 and pcts[-1] > pcts[0]]
+        return after + [p for p in progress if str(p.data.get("task", "")).strip() in rising and p not in after]
 
     @staticmethod
     def _waiting_for_main_process(case: Case) -> Stack | None:
@@ -176,6 +231,37 @@ class CollectiveTimeout(Rule):
         waiting = [s for s, w in zip(dumps, waits) if w]
         busy = [s for s, w in zip(dumps, waits) if not w]  # not `s not in waiting`: quadratic in ranks
         return busy, waiting
+
+def _network_signs(case: Case, k) -> list[Event]:
+    """Events that say the transport failed: NCCL WARNs and error chains, IB port events,
+    and lines a message pattern reads as a comms cause other than the timeout itself."""
+    comms = {f"msg.{m.id}" for m in k.messages
+             if m.cause in k.causes and k.causes[m.cause].category == "comms" and m.cause != SIGN.timeout_all_ranks.cause}
+    return [e for e in case.events if e.kind in _TRANSPORT_KINDS or e.kind in comms]
+
+
+def _deaths_not_by_timeout(case: Case, timeouts: list[Event]) -> list[Event]:
+    """A dead peer, whose cause is the story: a process killed by the kernel or dead of a
+    fatal signal other than the teardown after a timeout, or an exception that is not
+    itself a communication error (counter.crashed_peer reads the same deaths)."""
+    out = []
+    for e in case.events:
+        if e.kind in _KILLS:
+            out.append(e)
+        elif e.kind in _SIGNAL_DEATHS and e.kind not in _KERNEL_LOG:
+            name = signals.name_of(e.data.get("signal")) or signals.of_exitcode(e.data.get("exitcode"))
+            if name and name not in _TEARDOWN:
+                out.append(e)
+        elif e.kind == KIND.py_exception and not _NETWORK_TEXT.search(e.text or ""):
+            out.append(e)
+    return out
+
+
+_TRANSPORT_KINDS = frozenset({KIND.nccl_warn, KIND.nccl_error_chain, KIND.kernel_ib})
+_KILLS = deaths("kernel_kill")
+_SIGNAL_DEATHS = deaths("fatal_signal", "exit")
+_KERNEL_LOG = produced_by("parser:kernel")
+
 
 class HighHostMemoryThenDeath(Rule):
     """The job's own last host-memory reading was high (DeepSpeed's see_memory_usage and
@@ -284,3 +370,71 @@ class KilledWithoutReason(Rule):
         trace.append(f"{self.id}: {len(kills)} SIGKILL exit(s)")
         return [sign_finding(k, SIGN.sigkill_exit, self.id,
                              "a rank was killed with SIGKILL (exit code -9), the OOM killer's signal", kills, "SIGKILL")]
+
+
+_OOM_KILLS = deaths("kernel_kill")   # the kernel's OOM killer, however it was read
+
+
+def _count(f) -> int:
+    try:
+        return int(f.value)
+    except (TypeError, ValueError):
+        return 0
+
+
+class CgroupOomKills(Rule):
+    """The job's memory cgroup counts OOM kills (memory.events / memory.oom_control
+    `oom_kill`, any OOM killer's).  The count has no time and a group can outlive a job, so
+    it is a sign only beside a death of the job this bundle shows (a SIGKILL, or the
+    kernel's kill line); with a SIGKILL exit and no kernel log, as in a container that may
+    not read dmesg, it is the independent second sign the kill needs."""
+
+    id = "cgroup-oom-kills"
+
+    def findings(self, case, k, trace):
+        counts = [f for f in case.facts if f.name == "cgroup.oom_kill" and _count(f) > 0]
+        if not counts:
+            return []
+        deaths_seen = [e for e in case.events if e.kind in _OOM_KILLS
+                       or (e.kind in _DEATH_KINDS and died_of(e, "SIGKILL"))]
+        f = counts[0]
+        if not deaths_seen:
+            trace.append(f"{self.id}: the memory cgroup counts {_count(f)} OOM kill(s) ({f.ref.describe()}) "
+                         "but no death of the job is seen: an earlier job's, perhaps")
+            return []
+        limits = [x for x in case.facts if x.name == "cgroup.memory_max_bytes" and x.value != "unlimited"]
+        limit = (f", its limit {_count(limits[0]) / (1 << 20):.0f} MiB ({limits[0].ref.describe()})"
+                 if limits else "")
+        trace.append(f"{self.id}: cgroup oom_kill {_count(f)} ({f.ref.describe()}) and {deaths_seen[0].ref.describe()}")
+        return [sign_finding(k, SIGN.cgroup_oom_kills, self.id,
+                             f"the job's memory cgroup counts {_count(f)} OOM kill(s) ({f.ref.describe()}){limit}, "
+                             f"and a process of the job was killed ({deaths_seen[0].ref.describe()})",
+                             deaths_seen[:3], "cgroup", extra_refs=(f.ref, *(x.ref for x in limits[:1])))]
+
+
+class MeasuredLimit(Rule):
+    """A limit the process ran with (/proc/PID/limits, `ulimit -a`), measured low, beside a
+    message that says that limit's resource ran out: the measurement is a second,
+    independent sign of the same cause.  Which fact and which threshold: the sign's params."""
+
+    id = "measured-limit"
+    SIGNS = (SIGN.limits_memlock_finite, SIGN.limits_nofile_low)
+
+    def findings(self, case, k, trace):
+        out = []
+        cause_of = {f"msg.{m.id}": m.cause for m in k.messages}
+        for sign in self.SIGNS:
+            said = [e for e in case.events if cause_of.get(e.kind) == sign.cause]
+            if not said:
+                continue
+            below = getattr(LIMIT, sign.params["below"]) if sign.params.get("below") else None
+            low = [f for f in case.facts if f.name == sign.params["fact"] and isinstance(f.value, int)
+                   and (below is None or f.value <= below)]
+            if not low:
+                continue
+            f = low[0]
+            trace.append(f"{self.id}: {f.name} = {f.value} ({f.ref.describe()}) beside {said[0].ref.describe()}")
+            out.append(sign_finding(k, sign, self.id,
+                                    f"the process ran with {f.text or f'{f.name} {f.value}'} ({f.ref.describe()})",
+                                    said[:3], "limit", extra_refs=(f.ref,)))
+        return out
