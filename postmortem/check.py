@@ -28,21 +28,13 @@ import resource
 import sys
 from dataclasses import asdict, dataclass
 
+from postmortem.sizes import format_size, parse_size_argument
+
 SHM_MARGIN = 1.25
 DEFAULT_PREFETCH = 2              # torch.utils.data.DataLoader's prefetch_factor default
 DOCKER_DEFAULT_SHM = 64 * 1024**2  # `docker run` without --shm-size
 MIN_NOFILE = 4096
 EXIT_FITS, EXIT_USAGE, EXIT_DOES_NOT_FIT = 0, 2, 3
-
-# Size suffixes: single letters and *iB are binary (as docker --shm-size and df -h read them);
-# KB/MB/GB/TB are decimal.  Case-insensitive; a bare number or `B` is bytes.
-SIZE_UNITS = {
-    "": 1, "b": 1,
-    "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4,
-    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
-    "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
-}
-SIZE = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?|\.\d+)\s*(?P<unit>[A-Za-z]*)\s*$")
 
 # Segment names left behind in /dev/shm by killed jobs (torch's libshm / file_system strategy, NCCL).
 LEFTOVER_PREFIXES = ("torch_", "nccl-", "__KMP_REGISTERED_LIB")
@@ -55,22 +47,6 @@ SHM_FIXES = (
     "bare metal: mount -o remount,size={gib}G /dev/shm",
     "or need less: fewer --workers / lower prefetch_factor / smaller batches",
 )
-
-
-def parse_size(text: str) -> int:
-    """`512M`, `1.5G`, `1GiB`, `2GB`, `1048576` -> bytes.  Raises ValueError on anything else."""
-    match = SIZE.match(text)
-    unit = match.group("unit").lower() if match else None
-    if match is None or unit not in SIZE_UNITS:
-        raise ValueError(f"not a size: {text!r} (use e.g. 512M, 1.5G, 1GiB or plain bytes)")
-    return int(float(match.group("n")) * SIZE_UNITS[unit])
-
-
-def format_size(n: float) -> str:
-    for unit, factor in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if abs(n) >= factor:
-            return f"{n / factor:.2f} {unit}"
-    return f"{int(n)} B"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,7 +281,7 @@ def render_json(result: Result) -> str:
 
 def size_arg(text: str) -> int:
     try:
-        return parse_size(text)
+        return parse_size_argument(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -66,7 +66,7 @@ def _body(e: Event) -> str:
     msg = e.data.get("msg")
     if isinstance(msg, str):
         return msg.strip()
-    from postmortem.parsers.kernel import split_prefix
+    from postmortem.parsers.kernel_prefix import split_prefix
 
     return split_prefix(e.text.strip())[3].strip()
 

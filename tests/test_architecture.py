@@ -1,7 +1,7 @@
 """docs/architecture.md stays true.
 
-1. The "add a format" recipe, followed on a toy format: a grammar file, a parser module,
-   its registration (the parser registry and a [kind.*] entry in the signal registry),
+1. The "add a format" recipe, followed on a toy format: a grammar file, a parser module
+   (found by the parser registry's discovery), a [kind.*] entry in the signal registry,
    then a toy file fed through the real pipeline (`postmortem.run.analyze`) on a bundle
    in a temporary folder.  The toy format and its file are generated at test time and are
    marked as such: they stand for no real program's output.
@@ -33,7 +33,7 @@ STAMP: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/
 %ignore WS
 """
 
-# Step 2 of the recipe: postmortem/parsers/<name>.py (here a module in a temporary package).
+# Step 2 of the recipe: postmortem/parsers/<name>.py (here in a temporary folder of the package).
 TOY_PARSER = '''
 """Toy beacon lines (made up for tests/test_architecture.py)."""
 from __future__ import annotations
@@ -96,16 +96,21 @@ def _follow_the_recipe(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(grammar, "grammar_text",
                         lambda name: (grammars / f"{name}.lark").read_text(encoding="utf-8")
                         if (grammars / f"{name}.lark").is_file() else real_text(name))
-    package = tmp_path / "pkg" / "toyformat"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("", encoding="utf-8")
+    # The parser module goes into the parsers package (a temporary folder added to its path);
+    # the registry finds it there: no list to edit.
+    package = tmp_path / "parsers"
+    package.mkdir()
     (package / "toy.py").write_text(TOY_PARSER, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path / "pkg"))
-    monkeypatch.delitem(sys.modules, "toyformat", raising=False)
-    monkeypatch.delitem(sys.modules, "toyformat.toy", raising=False)
-    from toyformat import toy  # noqa: PLC0415 - written by this test
+    monkeypatch.setattr(parsers, "__path__", [*parsers.__path__, str(package)])
+    monkeypatch.delitem(sys.modules, "postmortem.parsers.toy", raising=False)
+    monkeypatch.setattr(parsers, "PARSERS", parsers.discover())
+    assert "toy" in [cls.name for cls in parsers.PARSERS]
 
-    monkeypatch.setattr(parsers, "PARSERS", parsers.PARSERS + (toy.ToyParser,))
+
+def _forget_the_toy() -> None:
+    sys.modules.pop("postmortem.parsers.toy", None)
+    if hasattr(parsers, "toy"):
+        delattr(parsers, "toy")
 
 
 def test_add_a_format_recipe_puts_the_toy_events_on_the_timeline(tmp_path, monkeypatch):
@@ -118,6 +123,7 @@ def test_add_a_format_recipe_puts_the_toy_events_on_the_timeline(tmp_path, monke
         analysis = run.analyze(bundle)
     finally:
         grammar.load.cache_clear()   # the toy grammar must not outlive this test
+        _forget_the_toy()
 
     toys = [e for e in analysis.case.events if e.kind == "toy.beacon"]
     assert [(e.data["node"], e.data["state"], e.severity) for e in toys] == [
@@ -160,3 +166,15 @@ def test_every_path_named_in_the_architecture_doc_exists():
         elif not (ROOT / p).exists():
             missing.append(p)
     assert not missing, f"docs/architecture.md names paths that do not exist (update the doc): {missing}"
+
+
+def test_the_parser_registry_is_discovered_in_order():
+    """PARSERS is every parser module's class, ordered by `order`; nothing is listed by hand."""
+    names = [cls.name for cls in parsers.PARSERS]
+    assert len(names) == len(set(names)) >= 10
+    assert [cls.order for cls in parsers.PARSERS] == sorted(cls.order for cls in parsers.PARSERS)
+    # the order that matters: NCCL and kernel lines before the block parsers, tracebacks after
+    # the launcher (its ChildFailedError lines), the catch-all system facts late
+    assert names.index("nccl") < names.index("kernel") < names.index("faulthandler") < names.index("pytrace")
+    assert names.index("launcher") < names.index("pytrace") < names.index("system")
+    assert parsers.discover() == parsers.PARSERS

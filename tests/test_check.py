@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from postmortem import check
+from postmortem.sizes import parse_size_argument
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -37,14 +38,14 @@ def avail(path: Path) -> int:
     ("100B", 100),
     (" 4K ", 4096),
 ])
-def test_parse_size(text: str, expected: int):
-    assert check.parse_size(text) == expected
+def test_parse_size_argument(text: str, expected: int):
+    assert parse_size_argument(text) == expected
 
 
 @pytest.mark.parametrize("text", ["", "M", "1.2.3G", "12X", "-1G", "1 GiBs"])
-def test_parse_size_rejects(text: str):
+def test_parse_size_argument_rejects(text: str):
     with pytest.raises(ValueError):
-        check.parse_size(text)
+        parse_size_argument(text)
 
 
 def test_need_formula():

@@ -317,3 +317,114 @@ def test_job_files_from_the_environment(tmp_path: Path):
     items = manifest_items(out)
     spy = items[f"py-spy/dump_{child.pid}.txt"]
     assert spy["status"] == "missing" and "py-spy" in spy["note"]
+
+
+# ---- cores held by systemd-coredump (coredumpctl is not installed here)
+
+FAKE_COREDUMPCTL = r'''#!{python}
+# STAND-IN for coredumpctl's program interface, written by the test: NOT real output.
+# Shapes from systemd's source: `--json=short list` prints the list table as a JSON array
+# (src/coredump/coredumpctl.c table_new("time", "pid", "uid", "gid", "sig", "corefile", "exe",
+# "size"); src/shared/format-table.c: time in µs, integers, size in bytes or null);
+# `-o FILE dump PID` writes that process's core to FILE.
+import gzip, json, os, sys
+args = sys.argv[1:]
+log = os.environ["FAKE_COREDUMPCTL_LOG"]
+with open(log, "a") as f:
+    f.write(" ".join(args) + "\n")
+rows = [
+    {{"time": 1764590000000000, "pid": 4242, "uid": 0, "gid": 0, "sig": 11, "corefile": "present",
+      "exe": "/usr/bin/python3.11", "size": 17576}},
+    {{"time": 1764590100000000, "pid": 4343, "uid": 0, "gid": 0, "sig": 6, "corefile": "missing",
+      "exe": "/usr/bin/python3.11", "size": None}},
+    {{"time": 1764590200000000, "pid": 4444, "uid": 0, "gid": 0, "sig": 7, "corefile": "journal",
+      "exe": "/opt/app/train", "size": 17576}},
+]
+if "list" in args:
+    print(json.dumps(rows))
+    sys.exit(0)
+if "dump" in args:
+    out = args[args.index("-o") + 1]
+    pid = args[-1]
+    if os.environ.get("FAKE_COREDUMPCTL_LINK") == pid:
+        os.symlink("/etc/passwd", out)
+        sys.exit(0)
+    if pid not in ("4242", "4444"):
+        print("No match found.", file=sys.stderr)
+        sys.exit(1)
+    with gzip.open({core!r}, "rb") as src, open(out, "wb") as dst:
+        dst.write(src.read())
+    sys.exit(0)
+sys.exit(2)
+'''
+
+
+def fake_coredumpctl(farm: Path) -> Path:
+    script = farm / "coredumpctl"
+    script.write_text(FAKE_COREDUMPCTL.format(python=sys.executable,
+                                              core=str(REPO / "fixtures/cores/segv-maperr.core.gz")))
+    script.chmod(0o755)
+    return script
+
+
+def run_with_fake(tmp_path: Path, *extra: str, link_pid: str = "") -> tuple[subprocess.CompletedProcess, Path, Path]:
+    farm = tool_farm(tmp_path)
+    fake_coredumpctl(farm)
+    log = tmp_path / "coredumpctl.calls"
+    out = tmp_path / "b"
+    env = {"PATH": str(farm), "PYTHONPATH": str(REPO), **PLANTED, "FAKE_COREDUMPCTL_LOG": str(log),
+           "FAKE_COREDUMPCTL_LINK": link_pid}
+    proc = subprocess.run([sys.executable, "-m", "postmortem.collect", "--out", str(out), *extra],
+                          env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    return proc, out, log
+
+
+def test_core_of_a_pid_from_coredumpctl(tmp_path: Path):
+    proc, out, log = run_with_fake(tmp_path, "--core", "4242", "--since", "2h")
+    assert proc.returncode == 0, proc.stderr
+    items = manifest_items(out)
+    core = items["cores/core.python3.11.4242"]
+    assert core["status"] == "ok" and "process's memory" in core["note"] and "sig 11" in core["note"]
+    raw = (out / "cores/core.python3.11.4242").read_bytes()
+    assert raw[:4] == b"\x7fELF" and len(raw) > 100_000
+    calls = log.read_text().splitlines()
+    assert any(c.startswith("--json=short --no-pager -q list --since ") for c in calls)
+    assert any(c.endswith("dump 4242") and " -o " in c and "--since" in c for c in calls)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert any("process's memory" in w for w in manifest["warnings"])
+    # gdb is not on this PATH: its backtrace is named as not gathered, the core is still there
+    assert items["gdb_bt_core.python3.11.4242.txt"]["status"] == "missing"
+
+
+def test_every_stored_core_in_the_window_and_only_stored_ones(tmp_path: Path):
+    proc, out, log = run_with_fake(tmp_path, "--core", "coredumpctl")
+    assert proc.returncode == 0, proc.stderr
+    cores = sorted(p.name for p in (out / "cores").iterdir())
+    assert cores == ["core.python3.11.4242", "core.train.4444"]     # 4343's corefile is "missing"
+    calls = log.read_text().splitlines()
+    assert not any(c.endswith("dump 4343") for c in calls)
+
+
+def test_a_core_coredumpctl_leaves_as_a_symlink_is_refused(tmp_path: Path):
+    proc, out, _ = run_with_fake(tmp_path, "--core", "4242", link_pid="4242")
+    assert proc.returncode == 0, proc.stderr
+    item = manifest_items(out)["cores/core.python3.11.4242"]
+    assert item["status"] == "error" and "not a regular file" in item["note"]
+    assert not (out / "cores/core.python3.11.4242").exists()
+
+
+def test_without_the_core_flag_coredumpctl_is_never_asked_for_a_core(tmp_path: Path):
+    proc, out, log = run_with_fake(tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert not (out / "cores").exists()
+    assert not log.exists() or not any(" dump " in c for c in log.read_text().splitlines())
+
+
+def test_core_pid_without_coredumpctl_is_named_not_fatal(tmp_path: Path):
+    out = tmp_path / "b"
+    proc = run_collect(out, str(tool_farm(tmp_path)), "--core", "4242")
+    assert proc.returncode == 0, proc.stderr
+    item = manifest_items(out)["cores/core.4242"]
+    assert item["status"] == "missing" and "coredumpctl: not found" in item["note"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert any(n.startswith("cores from coredumpctl: coredumpctl: not found") for n in manifest["not_gathered"])

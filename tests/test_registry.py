@@ -9,7 +9,7 @@ import pytest
 
 from postmortem import knowledge
 from postmortem.knowledge import registry as reg
-from postmortem.parsers import parse_text
+from postmortem.parsers import PARSERS, parse_text
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "postmortem"
@@ -76,8 +76,12 @@ def test_no_weight_or_threshold_literal_in_rule_code(path):
 def test_every_kind_the_parsers_emit_on_the_fixtures_is_registered():
     signals = reg.registry().signals
     seen: dict[str, str] = {}
-    for folder in ("fixtures/corpus", "fixtures/bundles", "fixtures/kernel", "fixtures/nccl", "fixtures/launcher",
-                   "fixtures/faulthandler", "fixtures/pytrace", "fixtures/native", "fixtures/gdb", "fixtures/system"):
+    # The real bundles, and each parser's own samples: `fixtures/<parser name>/` (discovered, so a
+    # new format's folder is read without an edit here).
+    folders = ["fixtures/corpus", "fixtures/bundles",
+               *(f"fixtures/{cls.name}" for cls in PARSERS if (ROOT / "fixtures" / cls.name).is_dir())]
+    assert {"fixtures/kernel", "fixtures/nccl", "fixtures/system", "fixtures/gdb"} <= set(folders)
+    for folder in folders:
         for path in sorted((ROOT / folder).rglob("*")):
             if path.is_file() and path.suffix in (".log", ".txt", ".out", ".err"):
                 lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)

@@ -12,7 +12,8 @@ error); `not_gathered` and stderr name what could not be gathered.  Every text w
 redacted (redact.py); cores are copied only when named with --core, never through a link, and
 the manifest warns that they hold process memory.  `clock.json` holds a clock triple
 (clock.py).  Modules: steps (units of work), process (env, limits, cgroup), job (logs,
-NCCL_DEBUG_FILE, Flight Recorder dumps, py-spy), redact, clock.
+NCCL_DEBUG_FILE, Flight Recorder dumps, py-spy), coredumps (`--core PID|coredumpctl`: cores
+systemd-coredump holds), redact, clock.
 
 This module must never import torch: it runs on the node that just crashed.
 """
@@ -94,8 +95,12 @@ def since_items(since: str | None) -> list[Item]:
 # Cores: copied in as they are, plus `gdb -batch -ex 'thread apply all bt'` when possible.
 
 def core_items(cores: list[str], exe: str | None, pid: int | None, workdir: Path) -> list[Item]:
+    """Core files named by path; `--core PID` and `--core coredumpctl` are systemd-coredump's
+    (coredumps.py)."""
     items: list[Item] = []
     for core in cores:
+        if core == coredumps.ALL_CORES or (core.isdigit() and not Path(core).exists()):
+            continue
         name = Path(core).name
         items.append(Item(f"cores/{name}", (CopyFile(core, CORE_WARNING),)))
         items.append(Item(f"gdb_bt_{safe_name(name)}.txt", (GdbBacktrace(core, exe, pid, workdir),)))
@@ -218,7 +223,7 @@ def write_single(item: Item, result: StepResult, folder: Path) -> None:
     target = folder / item.file
     target.parent.mkdir(parents=True, exist_ok=True)
     step = item.steps[0]
-    if isinstance(step, CopyFile):
+    if isinstance(step, (CopyFile, coredumps.CoredumpctlDump)):
         if result.status == "ok":
             copy_no_follow(step.path, target)
         return
@@ -292,8 +297,11 @@ def collect_into(folder: Path, args: argparse.Namespace, scratch: Path) -> dict:
         env = read_environ(args.pid) if args.pid else {}
     except OSError:
         env = {}   # env.txt's own step records why
+    stored, core_notes = coredumps.coredump_items(
+        args.core or [], since, args.exe, scratch, CORE_WARNING,
+        lambda core, exe: GdbBacktrace(core, exe, None, scratch))
     items = (base_items(since) + since_items(since) + process_items(args.pid)
-             + core_items(args.core or [], args.exe, args.pid, scratch)
+             + core_items(args.core or [], args.exe, args.pid, scratch) + stored
              + job_items(args.log or [], env, args.pid, getattr(args, "hang", False)))
     clock = clock_triple()
     (folder / "clock.json").write_text(json.dumps(clock, indent=2) + "\n")
@@ -311,7 +319,7 @@ def collect_into(folder: Path, args: argparse.Namespace, scratch: Path) -> dict:
         "clock_triple": "clock.json",
         "items": [vars(r) for r in records],
         "not_gathered": [f"{r.file}: {r.status}" + (f" ({r.note})" if r.note else "")
-                         for r in records if r.status != "ok"],
+                         for r in records if r.status != "ok"] + [f"cores from coredumpctl: {n}" for n in core_notes],
         "warnings": [CORE_WARNING] if any(r.file.startswith("cores/") and r.status == "ok"
                                           for r in records) else [],
     }
@@ -364,8 +372,10 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                              "(default: ./postmortem-HOST-TIME)")
     parser.add_argument("--since", metavar="SPAN",
                         help="journal/coredump window: 2h, 30m, 1d, 90s, or any journalctl time")
-    parser.add_argument("--core", metavar="PATH", action="append",
-                        help="core file to copy in and backtrace with gdb (repeatable)")
+    parser.add_argument("--core", metavar="PATH|PID|coredumpctl", action="append",
+                        help="core file to copy in and backtrace with gdb (repeatable); a PID: that "
+                             "process's core as systemd-coredump stored it; 'coredumpctl': every core it "
+                             f"stored in the --since window (newest {coredumps.MAX_CORES}), via coredumpctl")
     parser.add_argument("--exe", metavar="PATH",
                         help="executable for gdb (default: /proc/PID/exe, else the one the core names)")
     parser.add_argument("--pid", type=int, metavar="N",
@@ -409,3 +419,4 @@ def main(args: argparse.Namespace) -> int:
 
 
 from postmortem.collect.job import job_items  # noqa: E402  (job.py uses the steps above)
+from postmortem.collect import coredumps  # noqa: E402

@@ -1,51 +1,42 @@
 """The parser registry and the line dispatcher.
 
-PARSERS is the one ordered list of text formats.  `parse_text` reads one text
-artifact line by line and splits it among them (see base.py for the protocol), so
+PARSERS is the one ordered list of text formats, discovered from the package.
+`parse_text` reads one text artifact line by line and splits it among them (see base.py for the protocol), so
 a file that mixes training stderr, NCCL lines, tracebacks and a faulthandler dump
 is read by the right parser line by line.  Message patterns from the knowledge
 files (messages.py) are matched on every line in addition, whoever claimed it.
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from postmortem import knowledge
 from postmortem.budget import Meter
-from postmortem.parsers import (
-    cgroup,
-    clocks,
-    faulthandler,
-    gdb,
-    kernel,
-    launcher,
-    messages,
-    native,
-    nccl,
-    proclimits,
-    pyspy,
-    pytrace,
-    system,
-)
+from postmortem.parsers import messages
 from postmortem.parsers.base import Line, LineParser, Sink
 from postmortem.parsers.wrappers import clean, strip
 
-# Order matters only when two prefilters match the same line: the first to claim wins.
-PARSERS: tuple[type[LineParser], ...] = (
-    nccl.NcclParser,
-    kernel.KernelParser,
-    faulthandler.FaulthandlerParser,
-    gdb.GdbParser,
-    native.NativeStackParser,
-    pyspy.PySpyParser,
-    launcher.LauncherParser,
-    pytrace.TracebackParser,
-    clocks.ClockParser,
-    system.SystemParser,
-    proclimits.ProcLimitsParser,
-    cgroup.CgroupParser,
-)
+
+def discover(package: str = __name__, path=None) -> tuple[type[LineParser], ...]:
+    """Every parser of the package: the LineParser subclasses in the modules of
+    `postmortem/parsers/` that set their own `name` and a `prefilter`, ordered by `order`
+    (so a new format's module is its registration: no edit here)."""
+    found: dict[str, type[LineParser]] = {}
+    for info in sorted(pkgutil.iter_modules(__path__ if path is None else path), key=lambda m: m.name):
+        module = importlib.import_module(f"{package}.{info.name}")
+        for obj in vars(module).values():
+            if (isinstance(obj, type) and issubclass(obj, LineParser) and obj.__module__ == module.__name__
+                    and "name" in vars(obj) and obj.prefilter is not None):
+                found[f"{obj.__module__}.{obj.__qualname__}"] = obj
+    return tuple(sorted(found.values(), key=lambda cls: (cls.order, cls.name)))
+
+
+# The parser registry.  Order matters only when two prefilters match the same line: the first
+# to claim wins (each parser's `order`).
+PARSERS: tuple[type[LineParser], ...] = discover()
 
 
 @dataclass

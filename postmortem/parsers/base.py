@@ -99,6 +99,9 @@ class LineParser:
     """
 
     name: ClassVar[str] = "base"
+    # Where the parser stands in PARSERS (lower first).  It matters only when two prefilters
+    # match the same line: the first parser to claim it wins.
+    order: ClassVar[int] = 1000
     prefilter: ClassVar[re.Pattern[str] | None] = None
     # Optional cheap gate in front of `prefilter` (which stays the truth): a line can only
     # pass the prefilter if `gate_start` matches at its start or it contains one of

@@ -49,6 +49,7 @@ _BYTES = {"cgroup.memory_max_bytes", "cgroup.memory_peak_bytes", "cgroup.memory_
 
 class CgroupParser(LineParser):
     name = "cgroup"
+    order = 120
     prefilter = re.compile(r"^(?:# /proc/(?:\d+|self)/cgroup (?:memory \(v1\)|v2): "
                            r"|/[^\s:]*/memory\.[a-z_.]+: (?:\d+|max|[a-z_]+ \d+)\s*$)")
 

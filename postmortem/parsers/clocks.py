@@ -106,6 +106,7 @@ _MAX_JSON = 1 << 20
 
 class ClockParser(LineParser):
     name = "clock"
+    order = 90
     prefilter = re.compile(r"^(?:cat /etc/timezone: |readlink /etc/localtime: |\s*Time zone: |date \+%z: "
                            r"|(?:export )?TZ=)")
 
@@ -160,20 +161,20 @@ class ClockParser(LineParser):
 
     def _clock(self, line: Line, doc: dict) -> None:
         for key in ("realtime", "monotonic", "boottime"):
-            value = _number(doc.get(key))
+            value = _finite_number(doc.get(key))
             if value is not None:
                 self.sink.fact(line, f"clock.{key}", value, "s")
         tz = doc.get("tz")
         if isinstance(tz, str) and zone(tz) is not None:
             self.sink.fact(line, "clock.tz", tz)
-        offset = _number(doc.get("utc_offset_s"))
+        offset = _finite_number(doc.get("utc_offset_s"))
         if offset is not None and abs(offset) <= 86400:
             self.sink.fact(line, "clock.utc_offset_s", int(offset), "s")
 
     def _manifest(self, line: Line, doc: dict) -> None:
         clock = doc.get("clock")
         if isinstance(clock, dict):
-            realtime, boottime = _number(clock.get("time_epoch_s")), _number(clock.get("clock_boottime_s"))
+            realtime, boottime = _finite_number(clock.get("time_epoch_s")), _finite_number(clock.get("clock_boottime_s"))
             if realtime is not None and boottime is not None:
                 self.sink.fact(line, "manifest.realtime", realtime, "s")
                 self.sink.fact(line, "manifest.boottime", boottime, "s")
@@ -182,7 +183,7 @@ class ClockParser(LineParser):
             self.sink.fact(line, "job.pid", pid)
 
 
-def _number(v) -> float | None:
+def _finite_number(v) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     v = float(v)

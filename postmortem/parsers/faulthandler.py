@@ -18,12 +18,11 @@ import re
 from dataclasses import dataclass, field
 
 from lark import Transformer, v_args
-from lark.exceptions import LarkError
 
-from postmortem import grammar
 from postmortem.model import Frame, Severity, Stack
 from postmortem import signals
-from postmortem.parsers.base import Line, LineParser
+from postmortem.parsers.base import Line
+from postmortem.parsers.blocks import RankBlockParser
 
 # strsignal() texts faulthandler prints for the signals it handles (3.13 hyphenates
 # "Floating-point"), and their numbers on Linux.
@@ -132,27 +131,24 @@ class _Dump:
     foreign: int = 0
 
 
-class FaulthandlerParser(LineParser):
+class FaulthandlerParser(RankBlockParser[_Dump]):
+    """One open dump per launcher rank (`self.blocks`); a rank's dump is open until it ends."""
+
     name = "faulthandler"
+    order = 30
     prefilter = PREFILTER
-
-    def __init__(self, path, sink) -> None:
-        super().__init__(path, sink)
-        self._dumps: dict[int | None, _Dump] = {}  # one open dump per launcher rank
-
-    @property
-    def busy(self) -> bool:
-        return bool(self._dumps)
+    grammar_name = "faulthandler"
+    transformer = _TRANSFORMER
 
     def feed(self, line: Line) -> bool:
         text = line.text.strip()
-        dump = self._dumps.get(line.rank)
+        dump = self.blocks.get(line)
         if not text:
             if dump is None:
                 return False
             self._end_thread(dump)  # blank lines separate threads
             return True
-        item = self._parse(text)
+        item = self.parse_line(text)
         if item is None:
             if dump is not None:
                 dump.foreign += 1
@@ -163,9 +159,8 @@ class FaulthandlerParser(LineParser):
         handler = getattr(self, f"_on_{kind}")
         return handler(line, dump, value)
 
-    def finish(self) -> None:
-        for rank in list(self._dumps):
-            self._close(rank)
+    def end(self, dump: _Dump) -> None:
+        self._end_thread(dump)
 
     # -- one method per line kind ------------------------------------------------
 
@@ -249,17 +244,11 @@ class FaulthandlerParser(LineParser):
 
     # -- dumps and threads --------------------------------------------------------
 
-    def _parse(self, text: str):
-        try:
-            return grammar.load("faulthandler", transformer=_TRANSFORMER).parse(text)
-        except LarkError:
-            return None
-
     def _open(self, line: Line, title: str, fatal: bool) -> _Dump:
         """Start a dump whose header event was just emitted."""
         self._close(line.rank)
         dump = _Dump(title, fatal, event_index=len(self.sink.events) - 1)
-        self._dumps[line.rank] = dump
+        self.blocks.put(line, dump)
         return dump
 
     def _open_plain(self, line: Line, reason: str) -> _Dump:
@@ -285,9 +274,9 @@ class FaulthandlerParser(LineParser):
             title=dump.title, data=data))
 
     def _close(self, rank) -> None:
-        dump = self._dumps.pop(rank, None)
+        dump = self.blocks.pop(rank)
         if dump is not None:
-            self._end_thread(dump)
+            self.end(dump)
 
 
 def _extension_modules(text: str) -> tuple[list[str], int | None]:

@@ -17,12 +17,11 @@ import re
 from dataclasses import dataclass, field
 
 from lark import Transformer, v_args
-from lark.exceptions import LarkError
 
-from postmortem import grammar
 from postmortem.model import Frame, Severity, Stack
 from postmortem import signals
-from postmortem.parsers.base import Line, LineParser
+from postmortem.parsers.base import Line
+from postmortem.parsers.blocks import RankBlockParser
 
 # Signal names debuggers print -> Linux numbers.
 SIGNALS = signals.NUMBERS
@@ -227,44 +226,37 @@ class _Session:
     open: bool = False           # inside a block of backtrace lines
 
 
-class GdbParser(LineParser):
+class GdbParser(RankBlockParser[_Session]):
+    """One gdb session per launcher rank (`self.blocks`), busy while inside its backtrace."""
+
     name = "gdb"
+    order = 40
     prefilter = PREFILTER
+    grammar_name = "gdb"
+    transformer = _TRANSFORMER
 
-    def __init__(self, path, sink) -> None:
-        super().__init__(path, sink)
-        self._sessions: dict[int | None, _Session] = {}  # per launcher rank
-
-    @property
-    def busy(self) -> bool:
-        return any(s.open for s in self._sessions.values())
+    def is_open(self, session: _Session) -> bool:
+        return session.open
 
     def feed(self, line: Line) -> bool:
-        session = self._sessions.get(line.rank)
+        session = self.blocks.get(line)
         text = line.text.strip()
         if session is not None and session.open and self._continues(session, line.text, text):
             return True
-        item = self._parse(text) if text else None
+        item = self.parse_line(text) if text else None
         if item is None:
             if session is not None:
                 self._close(session)
             return False
         if session is None:
-            session = self._sessions[line.rank] = _Session()
+            session = self.blocks.put(line, _Session())
         session.open = True
         kind, value = item
         getattr(self, f"_on_{kind}")(line, session, value)
         return True
 
-    def finish(self) -> None:
-        for session in self._sessions.values():
-            self._close(session)
-
-    def _parse(self, text: str):
-        try:
-            return grammar.load("gdb", transformer=_TRANSFORMER).parse(text)
-        except LarkError:
-            return None
+    def end(self, session: _Session) -> None:
+        self._close(session)
 
     def _continues(self, session: _Session, raw: str, text: str) -> bool:
         """Blank lines, locals, source echoes and eu-stack source lines stay in the block."""

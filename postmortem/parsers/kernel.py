@@ -2,103 +2,76 @@
 
 Each line is read in two steps:
 
-1. the prefix (`PREFIXES`, tried in order) gives the clock reading and, where the style
-   prints them, facility, level and host: raw `[ sec.usec]` (BOOT), `-d` deltas,
-   `-e`/`-H` `[May19 19:57]` then `[  +0.000127]` (DELTA), `-T` (WALL_LOCAL),
-   `--time-format iso` (WALL), `-x` facility prefixes, `-r` `<6>`, kmsg records,
-   syslog/journal `Mon DD HH:MM:SS host kernel:` (year unknown), journal short-iso,
-   Talos `kern: warning: [iso]:`;
+1. the prefix (kernel_prefix.py) gives the clock reading and, where the style prints
+   them, facility, level and host; journal records (`journalctl -o json` / `-o export`)
+   are read by journal.py;
 2. the message (`MESSAGE_KINDS`, first match wins) picks the event kind; Xid, SXid,
    OOM kills, segfaults, traps and hung tasks are checked by grammars/kernel.lark.
 
 Every claimed line yields at least `kernel.line`.  Indented continuation lines (the
 second and third line of an NVRM notice) and the lines of a PCIe AER block stay with
-the line that opened them.  `ipmitool sel` lines are read here too ("hardware event
-log"): they report the same memory errors as the kernel's MCE lines.
+the line that opened them.  `ipmitool sel` rows (ipmi_sel.py, the BMC's hardware event
+log) are emitted here as `kernel.mce`: they report the same memory errors as the
+kernel's machine-check lines.
 """
 from __future__ import annotations
 
 import re
 import signal
-from datetime import datetime, timezone
 
 from lark import Transformer, Tree
 from lark.exceptions import LarkError
 
 from postmortem import grammar
-from postmortem.model import ClockKind, Severity, Stamp
+from postmortem.model import Severity, Stamp
+from postmortem.parsers import ipmi_sel, journal
 from postmortem.parsers.base import Line, LineParser, emit
+from postmortem.parsers.kernel_prefix import PLACEHOLDER_YEAR, split_prefix  # noqa: F401 - part of this module's interface
 from postmortem.parsers.keywords import any_word
 
-_MONTHS = {m: i for i, m in enumerate(
-    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
-_LEVELS = ("emerg", "alert", "crit", "err", "warn", "notice", "info", "debug")  # syslog priority order
 _SEVERITY_OF_LEVEL = {
     "emerg": Severity.FATAL, "alert": Severity.FATAL, "crit": Severity.FATAL, "err": Severity.ERROR,
     "error": Severity.ERROR, "warn": Severity.WARNING, "warning": Severity.WARNING,
     "notice": Severity.INFO, "info": Severity.INFO, "debug": Severity.DEBUG,
 }
-_FACILITIES = ("kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron",
-               "authpriv", "ftp")
-PLACEHOLDER_YEAR = 1900  # for formats without a year; Feb 29 uses 1904 (1900 was no leap year)
-
-# ---------------------------------------------------------------------------------
-# 1. prefixes: (style, regex).  Groups: sec/delta/pri/mon/day/hms/year/iso/host/fac/lvl.
-# ---------------------------------------------------------------------------------
-_FACILITY_PREFIX = re.compile(r"(?P<fac>[a-z0-9]+)\s*:(?P<lvl>[a-z]+)\s*: ")  # dmesg -x, before the time
-PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    # dmesg, dmesg -r (<pri>), dmesg -d (<delta>), optional CONFIG_PRINTK_CALLER [T123]
-    ("raw", re.compile(r"(?:<(?P<pri>\d+)>)?\[\s*(?P<sec>\d+\.\d+)(?: <\s*(?P<delta>\d+\.\d+)>)?\]"
-                       r" ?(?:\[\s*[TC]\d+\] )?")),
-    ("delta", re.compile(r"\[\s*\+(?P<delta>\d+\.\d+)\] ?")),                       # dmesg -e / -H
-    ("reltime", re.compile(r"\[(?P<mon>[A-Z][a-z]{2})(?P<day>\d{1,2}) (?P<hm>\d\d:\d\d)\] ?")),
-    ("ctime", re.compile(r"\[[A-Z][a-z]{2} (?P<mon>[A-Z][a-z]{2}) +(?P<day>\d{1,2}) "
-                         r"(?P<hms>\d\d:\d\d:\d\d) (?P<year>\d{4})\] ?")),           # dmesg -T
-    ("iso", re.compile(r"(?P<iso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[,.]\d+[+-]\d\d:?\d\d) ")),  # --time-format iso
-    ("syslog", re.compile(r"(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) (?P<hms>\d\d:\d\d:\d\d)"
-                          r"(?:\.(?P<frac>\d+))? (?P<host>\S+) kernel: (?:\[\s*(?P<sec>\d+\.\d+)\] )?")),
-    ("journal_iso", re.compile(r"(?P<iso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) "
-                               r"(?P<host>\S+) kernel: (?:\[\s*(?P<sec>\d+\.\d+)\] )?")),
-    ("kmsg", re.compile(r"(?P<pri>\d+),(?P<seq>\d+),(?P<usec>\d+),[^;]*;")),          # /dev/kmsg record
-    ("talos", re.compile(r"(?:(?P<host>[\w.:-]+): )?(?P<fac>kern): *(?P<lvl>[a-z]+): \[(?P<iso>[^\]]+)\]: ")),
-    # the CI-timestamp wrapper took a journal short-iso stamp: `host kernel: msg` remains
-    ("host_kernel", re.compile(r"(?P<host>[\w.-]+) kernel: (?:\[\s*(?P<sec>\d+\.\d+)\] )?")),
+# Which lines the kernel parser is offered: one table, from which the prefilter and its cheap
+# gate (see LineParser.gate_start) are both built, so they cannot drift apart.  A row is
+# (a branch of the prefilter, what a line it matches starts with, a word such a line holds):
+# one of the last two, a necessary condition for the branch.
+_SIGNS: tuple[tuple[str, str | None, str | None], ...] = (
+    (r"^__CURSOR=", r"__CURSOR=", None),                                     # journalctl -o export
+    (r"^\{.*\"__REALTIME_TIMESTAMP\"", r"\{", None),                       # journalctl -o json
+    (r"^(?:<\d+>)?\[\s*\+?\d+\.\d+(?: <[^>]*>)?\]", r"(?:<\d+>)?\[", None),  # dmesg, -r, -d, -e
+    (r"^\[[A-Z][a-z]{2}[\d ]", r"(?:<\d+>)?\[", None),                      # dmesg -H, -T
+    (r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[,.]\d+[+-]\d\d:?\d\d \S", r"\d{4}-\d\d-\d\dT", None),  # --time-format iso
+    (r"^[a-z0-9]+ *:[a-z]+ *: ", r"[a-z0-9]+ *:[a-z]+ *: ", None),          # dmesg -x
+    (r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\S* )?[\w.-]+ kernel: ", None, " kernel: "),  # syslog, journal
+    (r"^\d+,\d+,\d+,[^;]*;", r"\d+,\d+,\d+,", None),                        # /dev/kmsg
+    (r"kern: *[a-z]+: \[", None, "kern:"),                                  # Talos
+    *((re.escape(word), None, word) for word in ipmi_sel.WORDS),           # ipmitool sel
 )
-# short-monotonic `[ 12.345] host kernel: msg`: after the raw stamp
-_MONOTONIC_HOST = re.compile(r"(?P<host>[\w.-]+) kernel: ")
-
-# Messages that are kernel output even when pasted without any prefix.
-_BARE_MESSAGE = re.compile(
-    r"^(?:NVRM: |nvidia-nvswitch\d+: |(?:Memory cgroup out of memory|Out of memory): Kill|(?<!\S)\S+\[\d+\]: segfault at "
-    r"|traps: |\{\d+\}\[Hardware Error\]|mce: |EDAC |INFO: task \S+ blocked for more than "
-    r"|oom-kill:constraint=|(?<!\S)\S+ invoked oom-killer: |CMCI storm|Memory failure: |MCE: Killing "
-    r"|(?:pcieport|nvidia|mlx5_core) [0-9a-f]{4}:)")
-_IPMI_SEL = re.compile(
-    r"^\s*[0-9a-fA-F]+ \| (?P<date>[\d/]+) \| (?P<time>[\d:]+(?: [AP]M)?) \| (?P<sensor>[^|]+?) \| "
-    r"(?P<event>[^|]+?) \| (?P<state>Asserted|Deasserted)"
-    r"|^(?P<text>.*?(?:ECC|[Mm]emory error|[Mm]achine [Cc]heck).*?)(?: @(?P<where>\S+))? - (?P<assert>Assertion|Deassertion)\s*$")
-
-PREFILTER = re.compile(
-    r"^__CURSOR=|^\{.*\"__REALTIME_TIMESTAMP\""
-    r"|^(?:<\d+>)?\[\s*\+?\d+\.\d+(?: <[^>]*>)?\]"
-    r"|^\[[A-Z][a-z]{2}[\d ]"
-    r"|^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[,.]\d+[+-]\d\d:?\d\d \S"
-    r"|^[a-z0-9]+ *:[a-z]+ *: "
-    r"|^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\S* )?[\w.-]+ kernel: "
-    r"|^\d+,\d+,\d+,[^;]*;"
-    r"|kern: *[a-z]+: \["
-    r"|ECC| \| Asserted|- Assertion"
-    r"|" + _BARE_MESSAGE.pattern[1:])
-
-# A necessary condition for PREFILTER, checked first (see LineParser.gate_start).
-GATE_START = re.compile(r"__CURSOR=|\{|(?:<\d+>)?\[|\d{4}-\d\d-\d\dT|[a-z0-9]+ *:[a-z]+ *: |\d+,\d+,\d+,|[A-Z][a-z]{2} [ \d]\d |"
-                        r"NVRM: |nvidia-nvswitch|\S+\[\d+\]: |traps: |\{\d+\}|mce: |EDAC |INFO: task |oom-kill|"
-                        r"\S+ invoked oom-killer|CMCI|Memory |MCE: |Out of memory|pcieport |nvidia |mlx5_core |\s*[0-9a-fA-F]+ \| ")
-GATE_WORDS = any_word(["kern:", "ECC", " | Asserted", "- Assertion", " kernel: ", "NVRM: ", "nvidia-nvswitch",
-                       "out of memory: Kill", "Out of memory: Kill", "]: segfault at ", "traps: ", "[Hardware Error]",
-                       "mce: ", "EDAC ", " blocked for more than ", "oom-kill:constraint=", " invoked oom-killer: ",
-                       "CMCI storm", "Memory failure: ", "MCE: Killing ", "pcieport ", "nvidia ", "mlx5_core ",
-                       "emory error", "achine heck", "achine Check"])
+# Messages that are kernel output even when pasted without any prefix: (branch, word).
+_BARE_SIGNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (r"NVRM: ", ("NVRM: ",)),
+    (r"nvidia-nvswitch\d+: ", ("nvidia-nvswitch",)),
+    (r"(?:Memory cgroup out of memory|Out of memory): Kill", ("out of memory: Kill", "Out of memory: Kill")),
+    (r"(?<!\S)\S+\[\d+\]: segfault at ", ("]: segfault at ",)),
+    (r"traps: ", ("traps: ",)),
+    (r"\{\d+\}\[Hardware Error\]", ("[Hardware Error]",)),
+    (r"mce: ", ("mce: ",)),
+    (r"EDAC ", ("EDAC ",)),
+    (r"INFO: task \S+ blocked for more than ", (" blocked for more than ",)),
+    (r"oom-kill:constraint=", ("oom-kill:constraint=",)),
+    (r"(?<!\S)\S+ invoked oom-killer: ", (" invoked oom-killer: ",)),
+    (r"CMCI storm", ("CMCI storm",)),
+    (r"Memory failure: ", ("Memory failure: ",)),
+    (r"MCE: Killing ", ("MCE: Killing ",)),
+    (r"(?:pcieport|nvidia|mlx5_core) [0-9a-f]{4}:", ("pcieport ", "nvidia ", "mlx5_core ")),
+)
+_BARE_MESSAGE = re.compile("^(?:" + "|".join(branch for branch, _ in _BARE_SIGNS) + ")")
+PREFILTER = re.compile("|".join([*(branch for branch, _, _ in _SIGNS), *(branch for branch, _ in _BARE_SIGNS)]))
+GATE_START = re.compile("|".join(dict.fromkeys(start for _, start, _ in _SIGNS if start)))
+GATE_WORDS = any_word([*(word for _, _, word in _SIGNS if word), *(w for _, words in _BARE_SIGNS for w in words)])
 
 # ---------------------------------------------------------------------------------
 # 2. message kinds
@@ -115,7 +88,6 @@ _AER_BIT = re.compile(r"^\s*\[\s*(?P<bit>\d+)\] (?P<name>\S+)\s*(?P<first>\(Firs
 _FELL_OFF = re.compile(rf"NVRM: GPU (?P<pci>{_PCI_BDF}): GPU has fallen off the bus")
 _NVRM_PCI = re.compile(r"(?:PCI:)?(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)")
 _CAUSED_BY = re.compile(r"caused by (?:the )?previous Xid(?: (?P<code>\d+))?", re.I)
-_DIMM = re.compile(r"\b(\S*DIMM\S*?)(?=[\s,)]|$)")
 _OOM_CONSTRAINT = re.compile(r"oom-kill:constraint=(?P<constraint>[A-Z_]+)(?P<rest>.*)")
 _ANON_RSS = re.compile(r"anon-rss:(\d+)kB")
 _FATAL_SIGNAL = re.compile(r"^(?P<comm>\S+)/(?P<pid>\d+): potentially unexpected fatal signal (?P<signo>\d+)")
@@ -182,23 +154,6 @@ def parse_message(text: str) -> dict | None:
         return None
 
 
-def _json_record(text: str) -> dict | None:
-    import json
-
-    try:
-        record = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
-def _micro(value) -> float | None:
-    """Journal stamps: microseconds as a decimal string."""
-    if isinstance(value, str) and value.isdigit() and len(value) <= 20:
-        return int(value) / 1e6
-    return None
-
-
 def _task(task: str) -> tuple[str, int]:
     comm, _, pid = task.rpartition("[")
     return comm, int(pid.rstrip("]"))
@@ -208,93 +163,9 @@ def _library(obj: str | None) -> str | None:
     return obj.split("[", 1)[0] if obj else None
 
 
-def _year(month: int, day: int) -> int:
-    return 1904 if (month, day) == (2, 29) else PLACEHOLDER_YEAR
-
-
-def _iso(text: str) -> datetime | None:
-    text = text.replace(",", ".").replace("Z", "+00:00")
-    head, dot, rest = text.partition(".")
-    if dot:  # Python wants at most 6 fraction digits; Talos prints nanoseconds
-        digits = re.match(r"\d*", rest).group(0)
-        text = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits):]}"
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-
-
-def _stamp(style: str, m: re.Match) -> Stamp | None:
-    g = m.groupdict()
-    if style == "raw":  # with -d the absolute reading wins; the delta goes to data
-        return Stamp(ClockKind.BOOT, seconds=float(g["sec"]), resolution_s=1e-6)
-    if style == "delta":
-        return Stamp(ClockKind.DELTA, seconds=float(g["delta"]), resolution_s=1e-6)
-    if style == "kmsg":
-        return Stamp(ClockKind.BOOT, seconds=int(g["usec"]) / 1e6, resolution_s=1e-6)
-    if style in ("iso", "journal_iso", "talos"):
-        when = _iso(g["iso"])
-        return Stamp(ClockKind.WALL, wall=when, resolution_s=1e-6 if "." in g["iso"] or "," in g["iso"] else 1.0) \
-            if when else None
-    if style in ("reltime", "ctime", "syslog"):
-        month = _MONTHS.get(g["mon"])
-        if month is None:
-            return None
-        day = int(g["day"])
-        year = int(g["year"]) if g.get("year") else _year(month, day)
-        hms = g.get("hms") or g["hm"] + ":00"
-        try:
-            wall = datetime.strptime(f"{year}-{month}-{day} {hms}", "%Y-%m-%d %H:%M:%S")
-        except ValueError:
-            return None
-        frac = g.get("frac")
-        if frac:
-            wall = wall.replace(microsecond=int(frac[:6].ljust(6, "0")))
-        resolution = 60.0 if style == "reltime" else (10.0 ** -len(frac) if frac else 1.0)
-        return Stamp(ClockKind.WALL_LOCAL, wall=wall, year_known=bool(g.get("year")), resolution_s=resolution)
-    if style == "host_kernel" and g.get("sec"):
-        return Stamp(ClockKind.BOOT, seconds=float(g["sec"]), resolution_s=1e-6)
-    return None
-
-
-def split_prefix(text: str) -> tuple[str | None, Stamp | None, dict, str]:
-    """(style, stamp, extras {facility, level, host, boot_s}, message) for one kernel line."""
-    extras: dict = {}
-    m = _FACILITY_PREFIX.match(text)
-    if m and m["lvl"] in _LEVELS and m["fac"] in _FACILITIES + tuple(f"local{i}" for i in range(8)):
-        extras.update(facility=m["fac"], level=m["lvl"])
-        text = text[m.end():]
-    for style, pattern in PREFIXES:
-        m = pattern.match(text)
-        if m is None:
-            continue
-        g = m.groupdict()
-        if g.get("pri"):
-            pri = int(g["pri"])
-            extras.setdefault("level", _LEVELS[pri & 7])
-            extras.setdefault("facility", _FACILITIES[pri >> 3] if pri >> 3 < len(_FACILITIES) else str(pri >> 3))
-        if g.get("lvl"):
-            extras.setdefault("level", g["lvl"])
-            extras.setdefault("facility", g.get("fac"))
-        if g.get("host"):
-            extras["host"] = g["host"]
-        if style in ("syslog", "journal_iso") and g.get("sec"):
-            extras["boot_s"] = float(g["sec"])  # imklog keeps the printk time inside the message
-        if style == "raw" and g.get("delta"):
-            extras["delta_s"] = float(g["delta"])
-        msg = text[m.end():]
-        if style == "raw":
-            host = _MONOTONIC_HOST.match(msg)  # journalctl -o short-monotonic
-            if host:
-                extras["host"] = host["host"]
-                msg = msg[host.end():]
-        return style, _stamp(style, m), extras, msg
-    return None, None, extras, text
-
-
 class KernelParser(LineParser):
     name = "kernel"
+    order = 20
     prefilter = PREFILTER
     gate_start = GATE_START
     gate_words = GATE_WORDS
@@ -317,15 +188,16 @@ class KernelParser(LineParser):
         if self._export is not None or text.startswith("__CURSOR="):
             return self._export_line(line)
         if text.startswith("{") and '"__REALTIME_TIMESTAMP"' in text:
-            return self._journal_record(line, _json_record(text))
+            return self._journal_record(line, journal.json_record(text))
         if self._open and text[:1] in (" ", "\t") and text.strip():
             self._event(line, "kernel.line", Severity.INFO, self._last_stamp, {}, msg=text.strip(), continuation=True)
             return True
         self._open = False
         style, stamp, extras, msg = split_prefix(text)
         if style is None:
-            if _IPMI_SEL.search(text):
-                return self._ipmi(line)
+            row = ipmi_sel.read(text)
+            if row is not None:
+                return self._ipmi(line, row)
             if not _BARE_MESSAGE.match(text):
                 return False
         self._last_stamp = stamp
@@ -358,35 +230,13 @@ class KernelParser(LineParser):
         return True
 
     def _journal_record(self, line: Line, record: dict | None) -> bool:
-        """One journal entry of the kernel: the printk moment on the wall clock (realtime at
-        receipt minus the time it waited, from the two monotonic stamps), the printk stamp
-        itself (`boot_s`: ties raw dmesg copies to the wall clock to the microsecond)."""
-        if not record or (record.get("_TRANSPORT") != "kernel" and record.get("SYSLOG_IDENTIFIER") != "kernel"):
+        """One journal entry: the kernel's are read like any kernel line, others only claimed."""
+        if not record:
             return bool(record)
-        msg = record.get("MESSAGE")
-        if not isinstance(msg, str):
+        entry = journal.kernel_entry(record)
+        if entry is None:
             return True
-        ident, pid = record.get("SYSLOG_IDENTIFIER"), record.get("SYSLOG_PID")
-        if isinstance(ident, str) and ident != "kernel":  # journald split `comm[pid]: ` off the kernel's line
-            msg = f"{ident}[{pid}]: {msg}" if isinstance(pid, str) and pid.isdigit() else f"{ident}: {msg}"
-        extras: dict = {}
-        if isinstance(record.get("_HOSTNAME"), str):
-            extras["host"] = record["_HOSTNAME"]
-        prio = record.get("PRIORITY")
-        if isinstance(prio, str) and prio.isdigit() and int(prio) < 8:
-            extras["level"] = _LEVELS[int(prio)]
-        realtime, mono, source = (_micro(record.get(k)) for k in
-                                  ("__REALTIME_TIMESTAMP", "__MONOTONIC_TIMESTAMP", "_SOURCE_MONOTONIC_TIMESTAMP"))
-        stamp = None
-        if realtime is not None:
-            waited = mono - source if mono is not None and source is not None and 0 <= mono - source < 1e9 else 0.0
-            try:
-                wall = datetime.fromtimestamp(realtime - waited, timezone.utc)
-                stamp = Stamp(ClockKind.WALL, wall=wall, resolution_s=1e-6)
-            except (OverflowError, ValueError, OSError):
-                stamp = None
-        if source is not None:
-            extras["boot_s"] = source
+        msg, stamp, extras = entry
         self._last_stamp = stamp
         self._message(line, msg, stamp, extras)
         return True
@@ -505,7 +355,7 @@ class KernelParser(LineParser):
     def _mce(self, line, msg, stamp, extras, base) -> bool:
         source = "edac" if msg.startswith("EDAC") else "apei" if msg.startswith("{") else "mce"
         corrected = False if _MCE_UNCORRECTED.search(msg) else True if _MCE_CORRECTED.search(msg) else None
-        dimm = _DIMM.search(msg)
+        dimm = ipmi_sel.DIMM.search(msg)
         failure = _MEMORY_FAILURE.search(msg)
         severity = Severity.ERROR if corrected is False else Severity.WARNING
         self._event(line, "kernel.mce", severity, stamp, extras, source=source, corrected=corrected,
@@ -593,26 +443,8 @@ class KernelParser(LineParser):
                     driver=m["driver"], device=m["device"], msg=m["rest"])
         return True
 
-    # -- ipmitool sel ------------------------------------------------------------------------------
-
-    def _ipmi(self, line: Line) -> bool:
-        """`ipmitool sel elist` rows and BMC event texts (`... @P2-DIMMF1 - Assertion`)."""
-        m = _IPMI_SEL.search(line.text)
-        event = (m["event"] or m["text"]).strip()
-        where = m["where"] or (m["sensor"].strip() if m["sensor"] else None)
-        asserted = (m["state"] or m["assert"]) in ("Asserted", "Assertion")
-        corrected = False if re.search(r"[Uu]ncorrect", event) else True if re.search(r"[Cc]orrect", event) else None
-        in_text = _DIMM.search(event)
-        dimm = where if where and "DIMM" in where.upper() else (in_text.group(1) if in_text else None)
-        stamp = None
-        if m["date"]:
-            try:
-                stamp = Stamp(ClockKind.WALL_LOCAL, wall=datetime.strptime(f"{m['date']} {m['time']}", "%m/%d/%Y %H:%M:%S"))
-            except ValueError:
-                stamp = None
-        emit(self.sink, line, "kernel.mce", Severity.ERROR if corrected is False else Severity.WARNING, stamp=stamp,
-             data={"source": "ipmi", "corrected": corrected, "dimm": dimm, "sensor": where, "asserted": asserted,
-                   "msg": event})
+    def _ipmi(self, line: Line, row: ipmi_sel.SelRow) -> bool:
+        emit(self.sink, line, "kernel.mce", row.severity, stamp=row.stamp, data=row.data)
         return True
 
 

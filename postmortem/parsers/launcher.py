@@ -307,6 +307,7 @@ class _Table:
 
 class LauncherParser(LineParser):
     name = "launcher"
+    order = 70
     prefilter = re.compile("|".join(f"(?:{rx.pattern})" for _, rx in FAMILIES)
                            + "".join(f"|(?:{re.sub(r'[(][?]P<[a-z]+>', '(?:', rx.pattern)})" for _, rx, _ in STARTS + ENDS))
     # Necessary conditions for the prefilter, cheap to test (see LineParser.gate_start).

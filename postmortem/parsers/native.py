@@ -21,12 +21,11 @@ import re
 from dataclasses import dataclass, field
 
 from lark import Transformer, v_args
-from lark.exceptions import LarkError
 
-from postmortem import grammar
 from postmortem.model import Frame, Severity, Stack
 from postmortem import signals
-from postmortem.parsers.base import Line, LineParser
+from postmortem.parsers.base import Line
+from postmortem.parsers.blocks import RankBlockParser
 
 _HEX = r"0x[0-9a-fA-F]+"
 PREFILTER = re.compile(
@@ -153,47 +152,39 @@ class _Context:
     signal: dict | None = None           # last UCX `Caught signal`
 
 
-class NativeStackParser(LineParser):
+class NativeStackParser(RankBlockParser[_Context]):
+    """One `_Context` per launcher rank (`self.blocks`)."""
+
     name = "native"
+    order = 50
     prefilter = PREFILTER
+    grammar_name = "native"
+    transformer = _TRANSFORMER
 
-    def __init__(self, path, sink) -> None:
-        super().__init__(path, sink)
-        self._contexts: dict[int | None, _Context] = {}
-
-    @property
-    def busy(self) -> bool:
-        return any(c.block or c.cut is not None or c.what_lines is not None or c.expect_what
-                   for c in self._contexts.values())
+    def is_open(self, c: _Context) -> bool:
+        return bool(c.block or c.cut is not None or c.what_lines is not None or c.expect_what)
 
     def feed(self, line: Line) -> bool:
-        ctx = self._contexts.setdefault(line.rank, _Context())
+        ctx = self.blocks.of(line, _Context)
         text = line.text.strip()
         expect_what, ctx.expect_what = ctx.expect_what, False
         if not expect_what and ctx.terminate_index is not None and ctx.what_lines is None:
             ctx.terminate_index = None  # the line after `terminate` was no what(): nothing to add
         if ctx.cut is not None:
             joined, ctx.cut = ctx.cut + text, None
-            item = self._parse(joined)
+            item = self.parse_line(joined)
             if item is not None and item[0] == "symbols_frame":
                 return self._dispatch(line, ctx, item)
-        item = self._parse(text) if text else None
+        item = self.parse_line(text) if text else None
         if item is None:
             return self._not_ours(line, ctx, text)
         return self._dispatch(line, ctx, item)
 
-    def finish(self) -> None:
-        for ctx in self._contexts.values():
-            self._end_terminate(ctx)
-            self._end_block(ctx)
+    def end(self, ctx: _Context) -> None:
+        self._end_terminate(ctx)
+        self._end_block(ctx)
 
     # -- dispatch ---------------------------------------------------------------
-
-    def _parse(self, text: str):
-        try:
-            return grammar.load("native", transformer=_TRANSFORMER).parse(text)
-        except LarkError:
-            return None
 
     def _dispatch(self, line: Line, ctx: _Context, item) -> bool:
         kind, value = item

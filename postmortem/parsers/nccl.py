@@ -102,6 +102,7 @@ class _Chain:
 
 class NcclParser(LineParser):
     name = "nccl"
+    order = 10
     prefilter = PREFILTER
 
     def __init__(self, path, sink) -> None:

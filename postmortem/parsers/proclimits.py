@@ -23,6 +23,7 @@ RESOURCES = {"Max open files": "nofile", "Max locked memory": "memlock",
 
 class ProcLimitsParser(LineParser):
     name = "proclimits"
+    order = 110
     prefilter = re.compile(r"^(?:Limit\s+Soft Limit\s+Hard Limit\s+Units"
                            r"|Max(?: [a-z]+)+ {2,}(?:\d+|unlimited) +(?:\d+|unlimited)(?: +[a-z]+)?)\s*$")
 

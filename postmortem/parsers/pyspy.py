@@ -35,6 +35,7 @@ PREFILTER = re.compile(r"^(?:Process \d+: |Python v\d+\.\d+|Thread (?:\d+|0x[0-9
 
 class PySpyParser(LineParser):
     name = "py-spy"
+    order = 60
     prefilter = PREFILTER
 
     def __init__(self, path, sink) -> None:

@@ -19,12 +19,11 @@ import re
 from dataclasses import dataclass, field
 
 from lark import Transformer, v_args
-from lark.exceptions import LarkError
 
-from postmortem import grammar
 from postmortem.model import Frame, Severity, Stack
 from postmortem.parsers import faulthandler, gdb, native
-from postmortem.parsers.base import Line, LineParser
+from postmortem.parsers.base import Line
+from postmortem.parsers.blocks import RankBlockParser
 
 # `Name: text` is an exception when its last dotted part is a builtin exception or
 # ends in one of these (and has a capitalised stem: `ValueError`, not `Error`/`ERROR`).
@@ -109,23 +108,22 @@ class _Context:
     message_lines: list[str] = field(default_factory=list)
 
 
-class TracebackParser(LineParser):
+class TracebackParser(RankBlockParser[_Context]):
+    """One `_Context` per launcher rank (`self.blocks`)."""
+
     name = "pytrace"
+    order = 80
     prefilter = PREFILTER
+    grammar_name = "pytrace"
+    transformer = _TRANSFORMER
 
-    def __init__(self, path, sink) -> None:
-        super().__init__(path, sink)
-        self._contexts: dict[int | None, _Context] = {}
-
-    @property
-    def busy(self) -> bool:
-        return any(c.tb is not None or c.message_index is not None or c.chained
-                   for c in self._contexts.values())
+    def is_open(self, c: _Context) -> bool:
+        return bool(c.tb is not None or c.message_index is not None or c.chained)
 
     def feed(self, line: Line) -> bool:
-        ctx = self._contexts.setdefault(line.rank, _Context())
+        ctx = self.blocks.of(line, _Context)
         stripped = line.text.strip()
-        item = self._parse(stripped) if stripped else None
+        item = self.parse_line(stripped) if stripped else None
         if item is not None and item[0] == "exception" and not is_exception_name(item[1][0]):
             item = None
         if item is not None and item[0] == "exception" and self._launchers_line(line):
@@ -136,16 +134,9 @@ class TracebackParser(LineParser):
         kind, value = item
         return getattr(self, f"_on_{kind}")(line, ctx, value)
 
-    def finish(self) -> None:
-        for ctx in self._contexts.values():
-            self._end_message(ctx)
-            self._end_traceback(ctx, title="")
-
-    def _parse(self, text: str):
-        try:
-            return grammar.load("pytrace", transformer=_TRANSFORMER).parse(text)
-        except LarkError:
-            return None
+    def end(self, ctx: _Context) -> None:
+        self._end_message(ctx)
+        self._end_traceback(ctx, title="")
 
     # -- one method per line kind ------------------------------------------------
 

@@ -223,3 +223,15 @@ def test_lines_of_other_formats_are_left_alone():
 def test_arbitrary_text_never_raises(lines):
     r = parse_text("fuzz", lines)
     assert not [p for p in r.sink.problems if p.startswith("kernel ")]
+
+
+def test_the_gate_is_a_necessary_condition_of_the_prefilter():
+    """kernel.py builds PREFILTER, GATE_START and GATE_WORDS from one table: wherever the
+    prefilter matches a real line, the gate lets that line through (else it would hide it)."""
+    lines = [line for path in ALL_FIXTURES for line in path.read_text(errors="replace").splitlines()]
+    passing = [line for line in lines if kernel.PREFILTER.search(line)]
+    assert len(passing) > 150
+    hidden = [line for line in passing if not (kernel.GATE_START.match(line) or kernel.GATE_WORDS.search(line))]
+    assert not hidden, hidden[:5]
+    # and the gate is cheap because it rejects: most lines of a training log fail it
+    assert not kernel.GATE_WORDS.search("step 100 loss 2.31 lr 1e-4") and not kernel.GATE_START.match("step 100")

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from postmortem.grammar import load
 from postmortem.parsers import parse_text
-from postmortem.parsers.system import BLOCKS, LINE_FORMATS, parse_size
+from postmortem.parsers.system import BLOCKS, LINE_FORMATS
+from postmortem.sizes import parse_printed_size
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "system"
 GIB = 1024**3
@@ -38,8 +39,8 @@ def test_grammar_builds_strict_for_every_start():
     ("492Mi", 1, 492 * 1024**2), ("0B", 1, 0), ("4.0K", 1, 4096), ("65536k", 1, 64 * 1024**2),
     ("65536", 1024, 64 * 1024**2), ("-", 1, None),
 ])
-def test_parse_size(text, scale, expected):
-    assert parse_size(text, scale) == expected
+def test_parse_printed_size(text, scale, expected):
+    assert parse_printed_size(text, scale) == expected
 
 
 @pytest.mark.parametrize("name", ["shm64_df_h.txt", "shm64_df_B1.txt", "shm64_df_k.txt"])

@@ -1,0 +1,131 @@
+"""Memory and /dev/shm as the system reports them: `df` (any of -h, -k, -B1, -T), `free`
+(-h, -b, -k, ...), /proc/meminfo, and the /dev/shm line of `mount` or /proc/mounts
+(docs/formats.md, system).  Facts: `shm.*`, `mem.*`, `swap.*`.
+
+Sizes: df/free/mount suffixes are powers of 1024; meminfo's `kB` is KiB.
+"""
+from __future__ import annotations
+
+import re
+
+from lark import Tree
+
+from postmortem.parsers.base import Line
+from postmortem.parsers.system_base import UNITS, Block, LineFormat, parse, parse_printed_size, tree_tokens
+
+# /proc/meminfo key -> fact name (values are KiB).
+MEMINFO_FACTS = {
+    "MemTotal": "mem.total_bytes", "MemAvailable": "mem.available_bytes",
+    "SwapTotal": "swap.total_bytes", "Shmem": "mem.shmem_bytes",
+    "HardwareCorrupted": "mem.hardware_corrupted_bytes",
+}
+
+
+class DfBlock(Block):
+    """`df` (any of -h, -k, -B1, -T): facts for the row mounted on /dev/shm."""
+
+    opener = re.compile(r"^Filesystem\s+(?:Type\s+)?(?:Size|\d+[KMGTPE]?B?-blocks)\s+Used\s+Avail")
+
+    def __init__(self, parser, header) -> None:
+        super().__init__(parser, header)
+        tree = parse("df_header", header.text)
+        self.ok = tree is not None
+        size_col = next((str(t) for t in tree_tokens(tree) if t.type == "DF_SIZE_COL"), "Size") if tree else ""
+        blocks = re.match(r"(\d+)([KMGTPE]?)", size_col)
+        self.scale = int(blocks.group(1)) * UNITS[blocks.group(2)] if blocks else 1
+        self.device: str | None = None  # a wrapped long device name waiting for its numbers
+
+    def feed(self, line: Line) -> bool:
+        tree = parse("df_row", line.text)
+        if tree is None and self.device is not None:
+            tree = parse("df_continuation", line.text)
+        if tree is None:
+            if self.device is None and re.fullmatch(r"\S+", line.text):
+                self.device = line.text
+                return True
+            return False
+        self.device = None
+        nums = [str(t) for t in tree_tokens(tree) if t.type == "DF_NUM"]
+        pct = next(str(t) for t in tree_tokens(tree) if t.type == "DF_PCT")
+        mount = next(str(t) for t in tree_tokens(tree) if t.type == "MOUNT_REST")
+        if mount.strip() == "/dev/shm":
+            self._shm_facts(line, nums, pct)
+        return True
+
+    def _shm_facts(self, line: Line, nums: list[str], pct: str) -> None:
+        for name, text in zip(("shm.size_bytes", "shm.used_bytes", "shm.avail_bytes"), nums):
+            value = parse_printed_size(text, self.scale)
+            if value is not None:
+                self.sink.fact(line, name, value, "B", text)
+        if pct.endswith("%"):
+            self.sink.fact(line, "shm.use_pct", int(pct[:-1]), "%", pct)
+
+
+class FreeBlock(Block):
+    """`free` (-h, -b, -k, ...): total/available memory and swap."""
+
+    opener = re.compile(r"^\s+total\s+used\s+free\s+shared\s+(?:buff/cache|buffers)")
+    # A bare number's unit is not printed: free's default is KiB, -b prints bytes.  No
+    # machine has 16 TiB of RAM, so a bare total >= 2**34 must be bytes.
+    BYTES_THRESHOLD = 2**34
+
+    def __init__(self, parser, header) -> None:
+        super().__init__(parser, header)
+        self.columns = header.text.split()
+        self.scale: int | None = None
+
+    def feed(self, line: Line) -> bool:
+        tree = parse("free_row", line.text)
+        if tree is None:
+            return False
+        label, *values = [str(t) for t in tree_tokens(tree)]
+        if self.scale is None and values and values[0].isdigit():
+            self.scale = 1 if int(values[0]) >= self.BYTES_THRESHOLD else 1024
+        row = dict(zip(self.columns, values))
+        wanted = {"Mem:": (("total", "mem.total_bytes"), ("available", "mem.available_bytes")),
+                  "Swap:": (("total", "swap.total_bytes"),)}.get(label, ())
+        for column, fact in wanted:
+            if column in row:
+                value = parse_printed_size(row[column], self.scale or 1024)
+                if value is not None:
+                    self.sink.fact(line, fact, value, "B", row[column])
+        return True
+
+
+class MeminfoBlock(Block):
+    opener = re.compile(r"^MemTotal:\s+\d+ kB\s*$")
+
+    def __init__(self, parser, header) -> None:
+        super().__init__(parser, header)
+        self.ok = self.feed(header)
+
+    def feed(self, line: Line) -> bool:
+        tree = parse("meminfo_line", line.text)
+        if tree is None:
+            return False
+        key, value, *unit = [str(t) for t in tree_tokens(tree)]
+        if key in MEMINFO_FACTS:
+            factor = 1024 if unit else 1
+            self.sink.fact(line, MEMINFO_FACTS[key], int(value) * factor, "B", f"{value} {' '.join(unit)}".strip())
+        return True
+
+
+def mount(parser, line: Line, tree: Tree) -> None:
+    tokens = [str(t) for t in tree_tokens(tree)]
+    if tree.data == "mount_line":
+        device, _path, fstype, options = tokens
+    else:
+        device, _path, fstype, options, *_ = tokens
+    parser.sink.fact(line, "shm.mount", options, text=f"{device} {fstype}")
+    size = re.search(r"(?:^|,)size=([^,]+)", options)
+    if size:
+        value = parse_printed_size(size.group(1))
+        if value is not None:
+            parser.sink.fact(line, "shm.size_bytes", value, "B", size.group(1))
+
+
+BLOCKS = (DfBlock, FreeBlock, MeminfoBlock)
+LINE_FORMATS = (
+    LineFormat("mount_line", re.compile(r"^\S+ on /dev/shm type \S+ \("), mount),
+    LineFormat("proc_mounts_line", re.compile(r"^\S+ /dev/shm \S+ \S+ \d+ \d+\s*$"), mount),
+)
