@@ -8,16 +8,14 @@ No analysis logic lives here, and heavy libraries are imported only when used.
 from __future__ import annotations
 
 import argparse
-import difflib
-import errno
-import importlib
-import json
 import os
-import re
 import sys
-from pathlib import Path
 
 from postmortem import __version__
+
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (startup time)
+if TYPE_CHECKING:
+    from pathlib import Path
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
 EXIT_BROKEN_PIPE = 141   # what a shell reports for a writer killed by SIGPIPE (`... | head`)
@@ -85,7 +83,28 @@ class UsageError(Exception):
     pass
 
 
-def _parser() -> argparse.ArgumentParser:
+def _path(text: str) -> Path:
+    """argparse's `type` for paths: pathlib only once a path is given (startup time)."""
+    from pathlib import Path
+
+    return Path(text)
+
+
+# Subcommands whose module configures its own parser; a module is imported only when its
+# command is the one being run (or for the full parser), so `--help` stays fast.
+MODULE_COMMANDS = (("collect", "postmortem.collect", "gather evidence on a failing node"),
+                   ("check", "postmortem.check", "preflight: will /dev/shm hold the DataLoader?"),
+                   ("triage", "postmortem.triage", "analyse many bundles and group them by signature"))
+
+
+def _command(argv: list[str]) -> str | None:
+    """The subcommand named in argv (the top level has no option that takes a value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The full parser; given a command, module subcommands other than it are listed
+    (name and help) without importing their module."""
     p = argparse.ArgumentParser(prog="postmortem",
                                 description="Post-mortem crash and log analyzer for multi-GPU training failures.")
     p.add_argument("--version", action="version", version=f"postmortem {__version__}")
@@ -96,13 +115,13 @@ def _parser() -> argparse.ArgumentParser:
                        description="Analyse one crash bundle and print the verdict; writes the HTML report "
                                    "to reports/<bundle-name>.html unless --html says otherwise.",
                        epilog=ANALYZE_EPILOG, formatter_class=raw)
-    a.add_argument("bundle", type=Path, help="folder, archive or file; '-' reads one log from standard input")
+    a.add_argument("bundle", type=_path, help="folder, archive or file; '-' reads one log from standard input")
     a.add_argument("--html", metavar="PATH", help="HTML report path (default reports/<bundle-name>.html; '-' for none)")
     a.add_argument("--json", metavar="PATH|-", help="write the JSON verdict (schema postmortem.verdict/1); '-' = stdout")
     a.add_argument("--markdown", metavar="PATH|-", help="write a Markdown summary for a ticket; '-' = stdout "
                                                      "(only one of --json and --markdown can be '-')")
     a.add_argument("--tz", metavar="ZONE", help="time zone for local times that print none (e.g. Europe/Berlin, +02:00)")
-    a.add_argument("--rules", metavar="FILE", action="append", type=Path, default=[], help="extra knowledge file (TOML)")
+    a.add_argument("--rules", metavar="FILE", action="append", type=_path, default=[], help="extra knowledge file (TOML)")
     a.add_argument("--gdb", action="store_true", help="add a gdb backtrace for cores when gdb and the executable exist")
     a.add_argument("--explain", action="store_true", help="print the classifier's decision trace")
     a.add_argument("--time-limit", metavar="SECONDS", type=float, default=None,
@@ -116,9 +135,9 @@ def _parser() -> argparse.ArgumentParser:
     e = sub.add_parser("eval", help="score verdicts against case folders with truth.json",
                        description="Each DIR holds case folders with bundle/ and truth.json (category, cause).",
                        epilog=EVAL_EPILOG, formatter_class=raw)
-    e.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    e.add_argument("dirs", nargs="+", type=_path, metavar="DIR")
     e.add_argument("--json", metavar="PATH|-", help="machine-readable results; '-' = stdout")
-    e.add_argument("--rules", metavar="FILE", action="append", type=Path, default=[])
+    e.add_argument("--rules", metavar="FILE", action="append", type=_path, default=[])
     e.add_argument("--debug", action="store_true")
 
     x = sub.add_parser("explain", help="what the project knows about a cause (or an Xid code)",
@@ -127,22 +146,25 @@ def _parser() -> argparse.ArgumentParser:
                                    "NVIDIA Xid code.  Without an argument, list every cause.",
                        epilog=EXPLAIN_EPILOG, formatter_class=raw)
     x.add_argument("cause", nargs="?", help="cause id (e.g. shm_exhausted) or xid:79; omit to list causes")
-    x.add_argument("--rules", metavar="FILE", action="append", type=Path, default=[])
+    x.add_argument("--rules", metavar="FILE", action="append", type=_path, default=[])
     x.add_argument("--debug", action="store_true")
 
     r = sub.add_parser("rules", help="list the built-in knowledge, or validate rule files",
                        description="List the built-in message patterns (id, role, cause, weight), or "
                                    "validate rule files given as arguments.",
                        epilog=RULES_EPILOG, formatter_class=raw)
-    r.add_argument("files", nargs="*", type=Path, metavar="FILE")
+    r.add_argument("files", nargs="*", type=_path, metavar="FILE")
     r.add_argument("--coverage", action="store_true", help="per upstream catalog and version: entries mapped to a cause, "
                    "marked context, or not yet mapped")
     r.add_argument("--debug", action="store_true")
 
-    for name, module, text in (("collect", "postmortem.collect", "gather evidence on a failing node"),
-                               ("check", "postmortem.check", "preflight: will /dev/shm hold the DataLoader?"),
-                               ("triage", "postmortem.triage", "analyse many bundles and group them by signature")):
+    for name, module, text in MODULE_COMMANDS:
+        if command is not None and command != name:
+            sub.add_parser(name, help=text)
+            continue
         try:
+            import importlib
+
             mod = importlib.import_module(module)
         except ImportError:
             continue
@@ -158,7 +180,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = _parser(_command(argv) or "")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
@@ -181,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return _stdout_gone()
     except Exception as exc:  # noqa: BLE001 - the one place internal errors are reported
+        import errno
+
         if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
             return _stdout_gone()
         if debug:
@@ -203,13 +228,17 @@ def _stdout_gone() -> int:
 
 def _check_tz(tz: str | None) -> None:
     """--tz takes an IANA zone name or a UTC offset; a name is never opened as a path."""
+    if tz is None:
+        return
     from postmortem.parsers.clocks import zone
 
-    if tz is not None and zone(tz) is None:
+    if zone(tz) is None:
         raise UsageError(f"--tz {tz!r} is not an IANA time zone name (e.g. Europe/Berlin) or a UTC offset (+02:00)")
 
 
 def _write(target: str, text: str) -> None:
+    from pathlib import Path
+
     if target == "-":
         sys.stdout.write(text)
         return
@@ -283,6 +312,8 @@ class _progress:
 
 
 def cmd_analyze(args) -> int:
+    from pathlib import Path
+
     from postmortem.bundle import bundle_name
     from postmortem.report import RenderOptions, get
 
@@ -312,6 +343,8 @@ def cmd_analyze(args) -> int:
 
 
 def _render_to(name: str, analysis, target: str, options) -> None:
+    from pathlib import Path
+
     from postmortem.report import get
 
     if target == "-":
@@ -324,6 +357,8 @@ def _render_to(name: str, analysis, target: str, options) -> None:
 
 
 def cmd_eval(args) -> int:
+    import json
+
     from postmortem.evaluate import evaluate, find_cases, render_lines
 
     for d in args.dirs:
@@ -344,6 +379,8 @@ def cmd_eval(args) -> int:
 
 
 def cmd_explain(args) -> int:
+    import re
+
     from postmortem import knowledge
 
     _knowledge_errors(args.rules)
@@ -380,6 +417,8 @@ def cmd_explain(args) -> int:
 
 def _suggest(word: str, k) -> str:
     """Causes whose id or title contains the word, else the closest ids by spelling."""
+    import difflib
+
     w = word.strip().lower().replace("-", "_")
     hits = [c.id for c in k.causes.values() if w and (w in c.id or w.replace("_", " ") in c.title.lower())]
     hits = hits or difflib.get_close_matches(w, list(k.causes), n=3, cutoff=0.5)

@@ -28,7 +28,8 @@ def test_wheel_contains_grammars_and_data(wheel):
     assert grammars and {f"postmortem/grammars/{g}" for g in grammars} <= names
     for data in ("postmortem/knowledge/causes.toml", "postmortem/knowledge/xid.toml",
                  "postmortem/knowledge/messages.toml", "postmortem/knowledge/frames/irrelevant.txt",
-                 "postmortem/report/templates/report.html.j2", "postmortem/triage/templates/index.html.j2"):
+                 "postmortem/grammar_tables/nccl.json", "postmortem/report/templates/report.html.j2",
+                 "postmortem/triage/templates/index.html.j2"):
         assert data in names, data
 
 

@@ -73,16 +73,20 @@ def _decide(case: Case, k: Knowledge) -> Verdict:
     scores = _scores(by_cause, counters, trace)
     explained = _explained(scores, k, trace)
     contenders = {c: v for c, v in scores.items() if c not in explained}
+    # A rival lowers the root's confidence only when something points at it as a root: a
+    # cause only its symptoms suggest (a timeout's "the collective was stuck") is no rival.
+    rivals = {c: v for c, v in contenders.items() if any(f.role == "root" for f in by_cause[c])}
     root_cause = _pick_root(by_cause, contenders, k, trace)
     if root_cause is None or scores[root_cause] < MIN_CONFIDENCE:
         return _unknown(case, k, findings, scores, trace)
     tentative = not _claimable(by_cause[root_cause], trace)
     if tentative and not LIMIT.weak_sign_alone_claims:
         return _unknown(case, k, findings, scores, trace, leaning=root_cause)
-    if _confidence(root_cause, contenders, k) < MIN_CONFIDENCE:
+    if _confidence(root_cause, rivals | {root_cause: scores[root_cause]}, k) < MIN_CONFIDENCE:
         trace.append(f"resolve: {root_cause}'s confidence after its rivals is below {MIN_CONFIDENCE:.2f}")
         return _unknown(case, k, findings, scores, trace, leaning=root_cause)
-    verdict = _verdict(case, k, root_cause, by_cause[root_cause], findings, scores, contenders,
+    verdict = _verdict(case, k, root_cause, by_cause[root_cause], findings, scores,
+                       rivals | {root_cause: scores[root_cause]},
                        counters.get(root_cause, (1.0, ()))[1], trace)
     if tentative:
         # Claimed on one weak sign (signals.toml weak_sign_alone_claims): say what would confirm it.

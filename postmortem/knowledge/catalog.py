@@ -266,6 +266,16 @@ def nv_status(name: str) -> Entry | None:
 _NV_STATUS = re.compile(r"\b(NV_(?:ERR|WARN)_[A-Z0-9_]{2,60})\b")
 
 
+@functools.lru_cache(maxsize=None)
+def nv_status_numbers() -> dict[int, tuple[Entry, ...]]:
+    """NV_STATUS entries by number (NVRM prints some codes as hex numbers)."""
+    out: dict[int, list[Entry]] = {}
+    for e in _catalog("nv_status")[1]:
+        if e.number is not None:
+            out.setdefault(int(e.number), []).append(e)
+    return {k: tuple(v) for k, v in out.items()}
+
+
 def nv_status_in(line: str) -> list[Entry]:
     return [e for e in (nv_status(m.group(1)) for m in _NV_STATUS.finditer(line)) if e is not None]
 

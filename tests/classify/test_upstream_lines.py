@@ -189,3 +189,34 @@ def test_a_cuda_failure_inside_nccl_p2p_leans_the_p2p_path(tmp_path):
                                                                             "invalid argument")
     v = _verdict(tmp_path, "stderr.log", line)
     assert v.cause == "unknown" and "nccl_p2p" in v.summary
+
+
+def test_nvml_driver_library_mismatch_is_a_setup_fault(tmp_path):
+    # nvidia-smi: "Failed to initialize NVML: " + nvmlErrorString(NVML_ERROR_LIB_RM_VERSION_MISMATCH)
+    v = _verdict(tmp_path, "nvidia-smi.txt", "Failed to initialize NVML: Driver/library version mismatch")
+    assert (v.category.value, v.cause) == ("config", "driver_library_mismatch")
+
+
+def test_an_nccl_result_name_alone_is_a_weak_lean(tmp_path):
+    # c10d: "NCCL error in: <file>:<line>, " + ncclGetErrorString(result) + ", NCCL version ...", then the
+    # ncclResult_t name and its description (NCCLUtils.hpp)
+    v = _verdict(tmp_path, "stderr.log",
+                 "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1207, invalid usage, "
+                 "NCCL version 2.14.3\nncclInvalidUsage: This usually reflects invalid usage of NCCL library.")
+    assert v.cause == "unknown" and "app_error" in v.summary
+
+
+def _rm_init_failed(init: int, rm_status: int) -> str:
+    # osinit.c: NV_DEV_PRINTF(NV_DBG_ERRORS, nv, "RmInitAdapter failed! (0x%x:0x%x:%d)\n", initStatus, rmStatus, line)
+    return "[  123.456] NVRM: GPU 0000:3b:00.0: " + "RmInitAdapter failed! (0x%x:0x%x:%d)" % (init, rm_status, 1474)
+
+
+def test_adapter_init_failure_reads_its_nv_status_number(tmp_path):
+    lost = C.nv_status("NV_ERR_GPU_IS_LOST")
+    v = _verdict(tmp_path, "dmesg.txt", _rm_init_failed(0x24, lost.number))
+    assert (v.category.value, v.cause) == ("hardware", lost.cause)
+
+
+def test_adapter_init_failure_with_a_context_status_only_leans_hardware(tmp_path):
+    v = _verdict(tmp_path, "dmesg.txt", _rm_init_failed(0x26, C.nv_status("NV_ERR_NOT_SUPPORTED").number))
+    assert v.cause == "unknown" and "gpu_hardware_other" in v.summary

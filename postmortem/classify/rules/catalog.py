@@ -39,6 +39,7 @@ def _hits(e: Event) -> list[catalog.Match]:
     out: list[catalog.Match] = []
     if e.kind in (KIND.kernel_nvrm, KIND.kernel_line):
         out += [catalog.Match(s, s.cause, "specific", s.name) for s in catalog.nv_status_in(text)]
+        out += _init_failed(text, out)
     if e.kind == KIND.kernel_line:
         m = catalog.match_message(text, ("kernel",))
         if m and m.entry.subsystem in _readings()["kernel"]["read_families"]:
@@ -52,6 +53,11 @@ def _hits(e: Event) -> list[catalog.Match]:
         m = catalog.match_message(whole, ("pytorch",))
         if m:
             out.append(m)
+        # The ncclResult_t name c10d prints under "NCCL error in:": a class of failures, weak.
+        for name in dict.fromkeys(_NCCL_RESULT.findall(whole)):
+            r = catalog.nccl_result(name)
+            if r is not None and r.cause not in (catalog.CONTEXT, catalog.ERRNO, catalog.CUDA, ""):
+                out.append(catalog.Match(r, r.cause, "subsystem", name))
         last = _LAST_ERROR.search(more)
         if last:
             m = catalog.match_nccl(last.group(1))
@@ -60,7 +66,31 @@ def _hits(e: Event) -> list[catalog.Match]:
     return out
 
 
+_NCCL_RESULT = re.compile(r"\b(nccl(?:Unhandled\w{1,20}|Invalid\w{1,20}|Remote|System|Internal)(?:Error|Usage|Argument)?)\b")
 _LAST_ERROR = re.compile(r"Last error:\s*\n\s*(.{4,400})")
+
+
+@functools.lru_cache(maxsize=None)
+def _init_failed_reading() -> tuple[re.Pattern[str], catalog.Entry]:
+    r = _readings()["nvrm_init_failed"]
+    return re.compile(r["regex"]), catalog.Entry("nv_status", "nvrm.init_failed", "RmInitAdapter failed", r["cause"],
+                                                 "subsystem", "the driver could not initialise the GPU")
+
+
+def _init_failed(text: str, found: list[catalog.Match]) -> list[catalog.Match]:
+    """'RmInitAdapter failed! (init:rmStatus:line)': the NV_STATUS number read through its
+    catalog entry, else the failure itself, weakly."""
+    if "RmInitAdapter" not in text or found:  # a status the line names outright reads it already
+        return []
+    rx, entry = _init_failed_reading()
+    m = rx.search(text)
+    if not m:
+        return []
+    status = next((e for e in catalog.nv_status_numbers().get(int(m.group("status"), 16), ())), None)
+    if status is not None and status.cause not in (catalog.CONTEXT, "") and not any(f.entry is status for f in found):
+        return [catalog.Match(status, status.cause, "specific", f"rmStatus {status.name}")]
+    return [catalog.Match(entry, entry.cause, "subsystem", f"rmStatus 0x{m.group('status')}"
+                          + (f" {status.name}" if status is not None else ""))]
 
 
 class CatalogReadings(Rule):
