@@ -8,7 +8,8 @@ event:
 * the same kernel line read from two copies of the kernel log becomes one event (the
   copy with the better clock stays; the other is named in `data["copies"]`);
 * each process gets one identity: pid, rank and host aliases are joined (NCCL init
-  lines, launcher records, `[rankN]:` prefixes), so a lane is `host · rank N · pid P`;
+  lines, launcher records, `[rankN]:` prefixes, and the container/host pid pairs of
+  collect's pid_ns.txt), so a lane is `host · rank N · pid P`;
 * the job's window opens at the first line a launcher prints as it starts (torchrun,
   DeepSpeed, Ray, `ray job submit`) or the first NCCL init line, and closes at the
   launcher's last record of the job ending (torchrun's ChildFailedError, `ray job
@@ -157,10 +158,46 @@ LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "localhost.localdomain"})
 _RANK_SOURCES = ("nccl.init", "launcher.child_failed", "launcher.exit", "launcher.spawned")
 
 
-def join_identities(events: list[Event]) -> list[Event]:
+def pid_aliases(facts) -> dict[int, int]:
+    """inner pid -> outer pid, from the NSpid lines collect records (`process.nspid`, outermost
+    first).  An inner pid two containers share names no one process: it is dropped."""
+    out: dict[int, int] = {}
+    clash: set[int] = set()
+    outers = set()
+    for f in facts:
+        if f.name != "process.nspid" or not isinstance(f.value, list) or len(f.value) < 2:
+            continue
+        outer = f.value[0]
+        outers.add(outer)
+        for inner in f.value[1:]:
+            if out.setdefault(inner, outer) != outer:
+                clash.add(inner)
+    return {inner: outer for inner, outer in out.items() if inner not in clash and inner not in outers}
+
+
+def merge_pid_namespaces(events: list[Event], facts=()) -> list[Event]:
+    """A containerised job's logs print its inner pids, the host kernel log (and py-spy run from
+    the host) the outer ones: the job's lines take the outer pid, keeping the inner as `ns_pid`."""
+    aliases = pid_aliases(facts)
+    if not aliases:
+        return events
+    kfiles = kernel_files(events)
+    out = []
+    for e in events:
+        outer = aliases.get(e.pid) if e.pid is not None and e.ref.path not in kfiles else None
+        if outer is not None:
+            e = Event(e.kind, e.text, e.ref, e.severity, e.stamp, e.host, outer, e.tid, e.rank,
+                      {**e.data, "ns_pid": e.pid}, e.when, e.seq)
+        out.append(e)
+    return out
+
+
+def join_identities(events: list[Event], facts=()) -> list[Event]:
     """One identity per process.  pid -> rank from NCCL init lines and launcher records
     (ChildFailedError rows, `local_rank: N (pid: P)` on a single node); rank -> pid back
-    when one pid has that rank; a single-host bundle's unnamed host is that host."""
+    when one pid has that rank; a single-host bundle's unnamed host is that host; a
+    container's pid and the host's pid of one process (collect's NSpid lines) are one."""
+    events = merge_pid_namespaces(events, facts)
     named_hosts = {e.host for e in events if e.host}
     real = named_hosts - LOOPBACK
     # torchrun's standalone rendezvous names the one node `localhost`; the logs' own host name wins

@@ -428,3 +428,30 @@ def test_core_pid_without_coredumpctl_is_named_not_fatal(tmp_path: Path):
     assert item["status"] == "missing" and "coredumpctl: not found" in item["note"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert any(n.startswith("cores from coredumpctl: coredumpctl: not found") for n in manifest["not_gathered"])
+
+
+def test_pid_namespaces_of_the_pid_and_its_descendants(tmp_path: Path):
+    """A real process tree in its own pid namespace (unshare, when this machine allows it)."""
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare not available")
+    tree = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", "sleep 30 & sleep 30; wait"])
+    try:
+        deadline = 50
+        kids: list[int] = []
+        while deadline and len(kids) < 1:
+            import time
+            time.sleep(0.1)
+            deadline -= 1
+            kids = collect.process.descendants(tree.pid)[1:]
+        out = tmp_path / "b"
+        proc = run_collect(out, str(tool_farm(tmp_path)), "--pid", str(tree.pid))
+        assert proc.returncode == 0, proc.stderr
+        lines = (out / "pid_ns.txt").read_text().splitlines()
+        assert lines[0] == f"/proc/{tree.pid}/status: NSpid:\t{tree.pid}"
+        inner = [ln for ln in lines if len(ln.split("NSpid:")[1].split()) == 2]
+        if not inner:
+            pytest.skip("unshare --pid did not make a pid namespace here")
+        assert any(ln.split()[-1] == "1" for ln in inner)     # the namespace's first process
+    finally:
+        tree.kill()
+        tree.wait()

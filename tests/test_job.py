@@ -145,3 +145,44 @@ def test_window_ends_at_ray_and_slurm_end_lines(tmp_path):
     cancelled = "slurmstepd: error: *** STEP 3495064.0 ON orion-01-01 CANCELLED AT 2021-10-27T19:35:36 ***"
     (event,) = [e for e in _launcher_events([cancelled]) if e.kind == "launcher.cancelled"]
     assert event.stamp.wall.isoformat() == "2021-10-27T19:35:36"
+
+
+def test_container_and_host_pids_of_one_process_are_one_lane():
+    """lab-pidns-straggler: torchrun ran in its own pid namespace, so its log names ranks by the
+    inner pids 5 and 6 while the host-side py-spy dumps name 25482/25483-style host pids;
+    collect's pid_ns.txt (NSpid) pairs them, and each process gets one lane."""
+    bundle = BUNDLES / "lab-pidns-straggler/bundle"
+    pairs = {}
+    for line in (bundle / "pid_ns.txt").read_text().splitlines():
+        outer, *inner = [int(x) for x in line.split("NSpid:")[1].split()]
+        pairs[inner[-1]] = outer
+    a = analyze(bundle)
+    assert a.verdict.cause == "straggler_timeout" and a.verdict.root.culprit_ranks == (0,)
+    doc = json.loads(jsonout.render(a))
+    lanes = {e["lane"] for e in doc["timeline"] if e["rank"] is not None or e["pid"] in pairs.values()}
+    for rank, inner in ((0, 5), (1, 6)):
+        host = pairs[inner]
+        assert f"localhost · rank {rank} · pid {host}" in lanes
+        assert not any(lane.endswith(f"pid {inner}") for lane in lanes)
+        own = [e for e in doc["timeline"] if e["pid"] == host]
+        assert any(e["data"].get("ns_pid") == inner for e in own)           # torchrun's lines, merged
+        assert any(e["source"].startswith("py-spy/") for e in own) or any(
+            s["pid"] == host for s in doc["stacks"])                          # py-spy's, host pid
+    # without pid_ns.txt the same process has two lanes: the pairs are what merges them
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "b"
+        shutil.copytree(bundle, copy)
+        (copy / "pid_ns.txt").unlink()
+        doc2 = json.loads(jsonout.render(analyze(copy)))
+        lanes2 = {e["lane"] for e in doc2["timeline"]}
+        assert "localhost · rank 0 · pid 5" in lanes2 and f"localhost · pid {pairs[5]}" in lanes2
+
+
+def test_pid_aliases_drop_an_inner_pid_two_namespaces_share():
+    from postmortem import job
+    from postmortem.model import Fact, Ref
+
+    facts = [Fact("process.nspid", [100, 1], Ref("pid_ns.txt", 1)), Fact("process.nspid", [200, 1], Ref("pid_ns.txt", 2)),
+             Fact("process.nspid", [101, 7], Ref("pid_ns.txt", 3)), Fact("process.nspid", [300], Ref("pid_ns.txt", 4))]
+    assert job.pid_aliases(facts) == {7: 101}

@@ -34,7 +34,48 @@ def process_items(pid: int | None) -> list[Item]:
     ]
     # ulimit -a prints differently in dash and bash; /proc/PID/limits is the same everywhere.
     items.append(Item("proc_limits.txt", (Read(f"/proc/{pid or 'self'}/limits"),)))
+    if pid:
+        items.append(Item("pid_ns.txt", (Produce(f"grep NSpid /proc/{pid}/status and its descendants'",
+                                                  lambda: describe_nspid(descendants(pid))),)))
     return items
+
+
+# ---------------------------------------------------------------------------------------------
+# Pid namespaces: /proc/PID/status `NSpid:` lists a process's pid in every pid namespace it is
+# in, outermost (this /proc's) first.  A containerised job logs its inner pids, the host's
+# kernel log the outer ones: the pairs let `analyze` give each process one identity.
+
+MAX_DESCENDANTS = 256
+
+
+def descendants(pid: int) -> list[int]:
+    """pid and its descendants (a launcher's ranks and their workers), breadth first."""
+    found, queue = [pid], [pid]
+    while queue and len(found) < MAX_DESCENDANTS:
+        parent = queue.pop(0)
+        for children in Path(f"/proc/{parent}/task").glob("*/children"):
+            try:
+                kids = [int(p) for p in children.read_text().split()]
+            except (OSError, ValueError):
+                continue
+            for kid in kids:
+                if kid not in found and len(found) < MAX_DESCENDANTS:
+                    found.append(kid)
+                    queue.append(kid)
+    return found
+
+
+def describe_nspid(pids: list[int]) -> str:
+    lines = []
+    for p in pids:
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+        except OSError:
+            continue   # exited meanwhile
+        lines += [f"/proc/{p}/status: {line}" for line in status.splitlines() if line.startswith("NSpid:")]
+    if not lines:
+        raise FileNotFoundError(f"/proc/{pids[0]}/status: no NSpid line (process gone, or a kernel before 4.1)")
+    return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -91,7 +91,7 @@ def place(case: Case, tz: str | None = None) -> Placed:
     placed = apply_skews(placed, skews, notes)
     place_untimed(placed, by_artifact, case)
     pin_to_process_death(placed)
-    placed = job.join_identities(placed)
+    placed = job.join_identities(placed, list(case.facts))
     placed, copy_notes = job.merge_copies(placed)
     notes.extend(copy_notes)
     window = job.find_window(placed, list(case.facts))
