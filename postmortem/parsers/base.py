@@ -45,8 +45,8 @@ class Sink:
     stacks: list[Stack] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    # Reading order across the whole bundle: the pipeline shares one counter between sinks.
-    counter: Iterator[int] = field(default_factory=itertools.count)
+    # Numbers events in reading order across the whole bundle: the pipeline shares one between sinks.
+    numbering: Iterator[int] = field(default_factory=itertools.count)
 
     def event(self, line: Line, kind: str, severity: Severity = Severity.INFO, *,
               stamp: Stamp | None = None, host: str | None = None, pid: int | None = None,
@@ -64,7 +64,7 @@ class Sink:
             tid=tid,
             rank=rank if rank is not None else line.rank,
             data={**(data or {}), **more},
-            seq=next(self.counter),
+            seq=next(self.numbering),
         )
         self.events.append(ev)
         return ev
