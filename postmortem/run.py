@@ -43,6 +43,7 @@ class _Collected(Sink):
 
     artifacts: list[Artifact] = field(default_factory=list)
     meter: Meter = field(default_factory=Meter)
+    line_classes: dict[str, int] = field(default_factory=dict)  # scan.scan_text's `shared`
 
 
 def analyze(path: Path, options: Options = Options()) -> Analysis:
@@ -155,7 +156,8 @@ def _read_content(entry, stream, kind: str, got: _Collected, options: Options, b
             label = f"text ({encoding})" + (f" ({codec})" if compressed else "")
         lines = bundle.iter_lines(stream, got.meter, encoding)
         if scan.applies(entry, compressed, encoding):  # big: the scanning stage
-            result = scan.scan_text(entry.path, lines, host=entry.host, k=k, numbering=got.numbering, meter=got.meter)
+            result = scan.scan_text(entry.path, lines, host=entry.host, k=k, numbering=got.numbering, meter=got.meter,
+                                    shared=got.line_classes)
         else:
             result = parse_text(entry.path, lines, host=entry.host, k=k, numbering=got.numbering, meter=got.meter)
         got.events.extend(result.sink.events)

@@ -79,7 +79,7 @@ def place(case: Case, tz: str | None = None) -> Placed:
         when = stamp_when(e, zone, zone_note, year, boots, delta_base)
         if when and e.stamp and e.stamp.clock is ClockKind.WALL_LOCAL:
             local_used = True
-        placed.append(with_when(e, when))
+        placed.append(e if when is None and e.when is None else with_when(e, when))  # no copy for nothing
         by_artifact[e.ref.path].append(len(placed) - 1)
 
     anchored_boots = boot_from_process_deaths(placed, boots)

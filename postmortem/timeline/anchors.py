@@ -156,6 +156,10 @@ def apply_skews(placed: list[Event], skews: dict, notes: list[str]) -> list[Even
     return out
 
 
+# One shared value for every event without a time (most lines of a big NCCL bundle).
+_NO_TIME = When(None, Basis.ORDER_ONLY, None, "no time printed")
+
+
 def place_untimed(placed: list[Event], by_artifact: dict[str, list[int]], case: Case) -> None:
     """Untimed lines sit between the timed lines of the same file; a core by its mtime."""
     mtimes = {a.path: a.mtime for a in case.artifacts}
@@ -182,4 +186,4 @@ def place_untimed(placed: list[Event], by_artifact: dict[str, list[int]], case: 
                 placed[i] = with_when(e, When(
                     after, Basis.ANCHORED, None, "no time printed; at or before the next timed line of this file"))
             else:
-                placed[i] = with_when(e, When(None, Basis.ORDER_ONLY, None, "no time printed"))
+                placed[i] = with_when(e, _NO_TIME)
