@@ -23,7 +23,6 @@ import argparse
 import json
 import math
 import os
-import re
 import resource
 import sys
 from dataclasses import asdict, dataclass

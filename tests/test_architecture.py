@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 import tomllib
@@ -72,6 +73,7 @@ TOY_KIND = '''
 [kind."toy.beacon"]
 producer = "parser:toy"
 fields = ["node", "state"]
+doc = "a toy beacon: `node` (int), `state` (up, down)"
 provenance = "made up for tests/test_architecture.py"
 '''
 
@@ -147,6 +149,12 @@ def test_add_a_format_recipe_kind_entry_is_a_valid_registry_entry():
     assert loaded.signals["toy.beacon"].producer == "parser:toy"
     assert loaded.signals["toy.beacon"].fields == ("node", "state")
     assert "toy.beacon" not in reg.registry().signals   # the test left the real registry alone
+    # docs/kinds.md's row for it is written by tools/docs/gen_kinds_md.py, not by hand
+    spec = importlib.util.spec_from_file_location("gen_kinds_md", ROOT / "tools" / "docs" / "gen_kinds_md.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert "| `toy.beacon` | toy |  | `node`, `state` | a toy beacon: `node` (int), `state` (up, down) |" \
+        in gen.table(merged)
 
 
 _PATH = re.compile(r"`((?:postmortem|grammars|tests|docs|fixtures|tools|bench)/[^`\s]*)`")

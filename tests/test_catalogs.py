@@ -198,7 +198,7 @@ def test_real_lines_get_their_readings():
     dl = C.match_message("RuntimeError: DataLoader worker (pid 123) is killed by signal: Bus error. ")
     assert dl and dl.cause == "shm_exhausted"
     assert C.match_message("torch.distributed.DistBackendError: [Rank 1] Watchdog caught collective operation timeout: "
-                           "WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.").cause == "nccl_timeout"
+                           "WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.").cause == "context"  # a timeout says a rank was late, not why
     assert C.match_message("Detected mismatch between collectives on ranks. Rank 0 is running collective: "
                            "CollectiveFingerPrint(OpType=ALLREDUCE)").cause == "app_error"
 

@@ -169,3 +169,21 @@ def test_every_mapped_catalog_entry_is_a_registered_signal_with_a_strength():
     assert n > 100
     with pytest.raises(knowledge.KnowledgeError, match="unknown cause"):
         reg.catalog_signal("nccl", "x", "no_such_cause", "specific", "")
+
+
+def test_docs_kinds_md_is_what_the_registry_says():
+    """docs/kinds.md's event table is written from signals.toml (tools/docs/gen_kinds_md.py)."""
+    import importlib.util
+    import tomllib
+
+    spec = importlib.util.spec_from_file_location("gen_kinds_md", ROOT / "tools" / "docs" / "gen_kinds_md.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    signals = tomllib.loads((ROOT / "postmortem" / "knowledge" / "signals.toml").read_text(encoding="utf-8"))
+    current = (ROOT / "docs" / "kinds.md").read_text(encoding="utf-8")
+    assert gen.render(current, signals) == current, \
+        "docs/kinds.md is not current: run python tools/docs/gen_kinds_md.py"
+    # every parser kind has its row, and says what it is
+    parser_kinds = [k for k, e in signals["kind"].items() if e["producer"].startswith("parser:")]
+    assert len(parser_kinds) > 40 and all(f"| `{k}` |" in current for k in parser_kinds)
+    assert all(signals["kind"][k].get("doc") for k in parser_kinds), "give each [kind.*] entry a doc"

@@ -76,7 +76,9 @@ def _decide(case: Case, k: Knowledge) -> Verdict:
     # A rival lowers the root's confidence only when something points at it as a root: a
     # cause only its symptoms suggest (a timeout's "the collective was stuck") is no rival.
     rivals = {c: v for c, v in contenders.items() if any(f.role == "root" for f in by_cause[c])}
-    root_cause = _pick_root(by_cause, contenders, k, trace)
+    # Only a cause something points at as a root can be the root: symptoms alone (timeouts,
+    # teardown lines) say that something failed, not what.
+    root_cause = _pick_root(by_cause, rivals, k, trace)
     if root_cause is None or scores[root_cause] < MIN_CONFIDENCE:
         return _unknown(case, k, findings, scores, trace)
     tentative = not _claimable(by_cause[root_cause], trace)

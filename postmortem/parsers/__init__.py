@@ -1,10 +1,11 @@
 """The parser registry and the line dispatcher.
 
-PARSERS is the one ordered list of text formats, discovered from the package.
-`parse_text` reads one text artifact line by line and splits it among them (see base.py for the protocol), so
-a file that mixes training stderr, NCCL lines, tracebacks and a faulthandler dump
-is read by the right parser line by line.  Message patterns from the knowledge
-files (messages.py) are matched on every line in addition, whoever claimed it.
+PARSERS is the one ordered list of text formats, discovered from the package (see
+`discover`).  `parse_text` reads one text artifact line by line and splits it among them
+(see base.py for the protocol), so a file that mixes training stderr, NCCL lines,
+tracebacks and a faulthandler dump is read by the right parser line by line.  Message
+patterns from the knowledge files (messages.py) are matched on every line in addition,
+whoever claimed it.
 """
 from __future__ import annotations
 

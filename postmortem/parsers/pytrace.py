@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass, field
 
 from lark import Transformer, v_args
 
 from postmortem.model import Frame, Severity, Stack
-from postmortem.parsers import faulthandler, gdb, native
 from postmortem.parsers.base import Line
 from postmortem.parsers.blocks import RankBlockParser
 
@@ -46,7 +46,6 @@ MAX_MESSAGE_LINES = 8
 _OTHER_RECORD = re.compile(
     r"^(?:\[|\d{4}-\d\d-\d\d|[IWEFCV]\d{4} |(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)[:\s]"
     r"|\S+:\d+:\d+ \[\d+\] NCCL |W\d|E\d)")
-_OTHER_PARSERS = (faulthandler.PREFILTER, gdb.PREFILTER, native.PREFILTER)
 # torch re-raises a worker's exception in the main process with this message.
 _DATALOADER_RERAISE = re.compile(r"^Caught \w+ in DataLoader worker process (\d+)\.")
 
@@ -57,6 +56,20 @@ def _wanted_by_another_parser(text: str) -> bool:
 
     return any(cls.prefilter is not None and cls.prefilter.search(text) is not None
                for cls in PARSERS if cls is not TracebackParser)
+
+
+def _other_block_prefilters() -> tuple:
+    """The prefilters of the other per-rank block parsers (faulthandler, gdb, native ...): a
+    line one of them starts ends a traceback's source lines."""
+    from postmortem.parsers import PARSERS  # the registry imports this module
+
+    return _block_prefilters(PARSERS)
+
+
+@functools.lru_cache(maxsize=4)
+def _block_prefilters(parsers: tuple) -> tuple:
+    return tuple(cls.prefilter for cls in parsers
+                 if issubclass(cls, RankBlockParser) and cls is not TracebackParser and cls.prefilter is not None)
 
 
 def is_exception_name(name: str) -> bool:
@@ -221,7 +234,7 @@ class TracebackParser(RankBlockParser[_Context]):
 
     def _inside_traceback(self, line: Line, tb: _Traceback, stripped: str) -> bool:
         """Source lines, carets, and a paste's flattened source line after a frame."""
-        if any(p.match(line.text) for p in _OTHER_PARSERS):
+        if any(p.match(line.text) for p in _other_block_prefilters()):
             return False
         if line.text[:1].isspace() or tb.expect_source:
             tb.expect_source = False

@@ -36,8 +36,10 @@ def test_validation_set_floor():
     # known category misses, kept on purpose (each README says why): a truth with no cause id, a
     # Docker hang whose only sign is "P2P disabled", a lone "unhandled cuda error" line, a Ray
     # failure table whose error sits in a file never quoted, two old-NCCL bugs known only by version, a
-    # DeepSpeed exit code 1 whose traceback was never posted
-    assert result["category_correct"] >= result["total"] - 7 and not result["confident_wrong"]
+    # DeepSpeed exit code 1 whose traceback was never posted; a nanoGPT multi-node crash whose bundle is
+    # only ProcessGroupNCCL's teardown lines ("Some NCCL operations have failed or timed out"): printed
+    # after any failure or timeout, that line is a symptom (issue 13), so nothing in it names the network
+    assert result["category_correct"] >= result["total"] - 8 and not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
 
 

@@ -220,3 +220,12 @@ def test_adapter_init_failure_reads_its_nv_status_number(tmp_path):
 def test_adapter_init_failure_with_a_context_status_only_leans_hardware(tmp_path):
     v = _verdict(tmp_path, "dmesg.txt", _rm_init_failed(0x26, C.nv_status("NV_ERR_NOT_SUPPORTED").number))
     assert v.cause == "unknown" and "gpu_hardware_other" in v.summary
+
+
+def test_a_timeout_and_its_teardown_lines_are_symptoms_only(tmp_path):
+    # ProcessGroupNCCL prints the teardown line after any failed or timed-out work item
+    teardown = ("[rank1]:[E1201 10:30:00.100000000 ProcessGroupNCCL.cpp:1595] Some NCCL operations have failed or timed "
+                "out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
+                "corrupted/incomplete data.")
+    v = _verdict(tmp_path, "stderr.log", _watchdog(1, 2) + "\n" + teardown)
+    assert v.cause == "unknown" and "straggler_timeout" in v.summary, v.trace

@@ -38,15 +38,16 @@ ALLOC = "c10/cuda/CUDACachingAllocator.cpp"
 NCCLUTILS = "torch/csrc/distributed/c10d/NCCLUtils.hpp"
 
 # (id, family, source, template, cause, strength, why).  cause 'context': says what happened,
-# not why.  strength 'specific' = one clear reading; 'subsystem' = a class of failures.
+# not why (every timeout is context: the collective-timeout rule reads who was late).
+# strength 'specific' = one clear reading; 'subsystem' = a class of failures.
 ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     # c10d: NCCL watchdog
     ("pt.watchdog_timeout", "c10d", PGNCCL, "Watchdog caught collective operation timeout: {} ran for {d} milliseconds before timing out.",
-     "nccl_timeout", "subsystem", "a collective waited past the process-group timeout: why it waited is elsewhere"),
+     "context", "subsystem", "a collective waited past the process-group timeout: why it waited is elsewhere"),
     ("pt.heartbeat_timeout", "c10d", PGNCCL, "Heartbeat monitor timed out! Process will be terminated after dumping debug info.",
-     "nccl_timeout", "subsystem", "the watchdog thread itself stopped (stuck in a NCCL/CUDA call)"),
+     "context", "subsystem", "the watchdog thread itself stopped (stuck in a NCCL/CUDA call)"),
     ("pt.watchdog_stuck", "c10d", PGNCCL, "ProcessGroupNCCL's watchdog got stuck for {d} seconds without making progress in monitoring enqueued collectives.",
-     "nccl_timeout", "subsystem", "the watchdog was blocked in a NCCL/CUDA API call"),
+     "context", "subsystem", "the watchdog was blocked in a NCCL/CUDA API call"),
     ("pt.nccl_ops_failed", "c10d", PGNCCL, "Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
      "context", "subsystem", "the process is taken down after a NCCL failure: fallout"),
     ("pt.nccl_error_in", "c10d", NCCLUTILS, "NCCL error in: {}:{d}, {}",
@@ -70,7 +71,7 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     ("pt.gloo_connection_closed", "c10d", WHEEL, "Connection closed by peer ",
      "context", "subsystem", "a Gloo peer closed its connection: usually the peer died"),
     ("pt.gloo_timeout", "c10d", WHEEL, "Timed out waiting {d}ms for {} operation",
-     "nccl_timeout", "subsystem", "a Gloo collective timed out"),
+     "context", "subsystem", "a Gloo collective timed out"),
     ("pt.dist_network_error", "c10d", WHEEL, "DistNetworkError",
      "nccl_network", "subsystem", "c10d reported a network error"),
     ("pt.dist_store_error", "c10d", WHEEL, "DistStoreError",
