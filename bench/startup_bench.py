@@ -71,6 +71,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=15, help="interleaved rounds (medians over them)")
     ap.add_argument("--imports", action="store_true", help="also list the slowest imports of each command")
+    ap.add_argument("--compare", metavar="DIR", type=Path,
+                    help="also time the same commands from another checkout (e.g. `git archive` of an older "
+                         "commit unpacked in DIR), in the same interleaved rounds")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="pm-startup-") as t:
         tmp = Path(t)
@@ -84,6 +87,11 @@ def main() -> None:
             "analyze + HTML": PM + ["analyze", str(bundle), "--html", str(tmp / "r.html"), "-q"],
         }
         env = child_env(tmp)
+        if args.compare:
+            other = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(args.compare.resolve())!r}); "
+                     "from postmortem.cli import main; sys.exit(main())"]
+            for name in ("postmortem --help", "analyze one line", "analyze + HTML"):
+                commands[f"{args.compare.name}: {name}"] = other + commands[name][len(PM):]
         for cmd in commands.values():   # warm the page cache and write byte code once; not counted
             run(cmd, tmp, env)
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
@@ -95,10 +103,11 @@ def main() -> None:
         base_w, base_c = wall["python -c pass"], cpu["python -c pass"]
         print(f"# startup_bench: python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
               f"{os.getloadavg()[0]:.1f} load, medians of {args.rounds} interleaved rounds; {' '.join(PM)}")
-        print(f"{'command':20} {'wall s':>8} {'ratio':>7} {'CPU s':>8} {'ratio':>7}  target")
+        print(f"{'command':34} {'wall s':>8} {'ratio':>7} {'CPU s':>8} {'ratio':>7}  target")
         targets = {"postmortem --help": "<= 3x", "analyze one line": "<= 8x"}
+        targets |= {f"{args.compare.name}: {n}": t for n, t in targets.items()} if args.compare else {}
         for name in commands:
-            print(f"{name:20} {wall[name]:8.3f} {wall[name] / base_w:6.1f}x {cpu[name]:8.3f} "
+            print(f"{name:34} {wall[name]:8.3f} {wall[name] / base_w:6.1f}x {cpu[name]:8.3f} "
                   f"{cpu[name] / base_c:6.1f}x  {targets.get(name, '')}")
         if args.imports:
             for name in ("postmortem --help", "analyze one line"):

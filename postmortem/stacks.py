@@ -180,6 +180,8 @@ def crashing_with_reason(stacks: Iterable[Stack], events: Iterable[Event] = ()) 
 def _ladder(stacks: list[Stack], events: list[Event]) -> tuple[Stack | None, str]:
     """The crash-thread ladder, one step per branch, first match wins."""
     stacks = list(stacks)
+    if not stacks:   # before the frame lists: compiling them is a startup cost (issue 17)
+        return None, "no stack in the bundle"
     lists = frame_lists()
     marked = [s for s in stacks if s.crashed]
     if len(marked) == 1:
@@ -347,10 +349,10 @@ def _where(stack: Stack, lists: FrameLists) -> str:
 def group_by_stack(stacks: Iterable[Stack], depth: int = 6) -> list[StackGroup]:
     """The main thread of every rank, grouped by identical (normalized) top frames; the biggest
     group first, so "7 ranks wait in all_reduce, rank 3 is in save_checkpoint" reads off the list."""
-    lists = frame_lists()
     groups: dict[tuple[str, ...], list[tuple[int, Stack]]] = {}
     for rank, s in main_stacks(stacks).items():
         groups.setdefault(_python_key(s, depth), []).append((rank, s))
+    lists = frame_lists() if groups else None
     out = [StackGroup(key, tuple(r for r, _ in members), tuple(s for _, s in members), _where(members[0][1], lists))
            for key, members in groups.items()]
     return sorted(out, key=lambda g: (-len(g.ranks), g.ranks))

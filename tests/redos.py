@@ -68,10 +68,11 @@ def collect() -> list[re.Pattern]:
 
 
 def _warm_up() -> None:
-    from postmortem import grammar, knowledge
+    from postmortem import grammar, knowledge, stacks
     from postmortem.run import analyze
 
     k = knowledge.load()
+    stacks.frame_lists()   # compiled only when a bundle has stacks: here always
     for name in grammar.grammar_names():
         try:
             parser = grammar.load(name)

@@ -42,6 +42,18 @@ def _console(out: TextIO | None):
                    color_system=None if plain else "auto", force_terminal=None if plain else True)
 
 
+def _plain_line(a: Analysis, out: TextIO | None, report: str | None) -> bool:
+    """`-q` without colour and with no artifact error is one line that rich would print as
+    it stands: write it without importing rich (startup time).  False: nothing written."""
+    stream = out or sys.stdout
+    line = status_line(a, report)
+    if (os.environ.get("NO_COLOR") or not _is_tty(stream)) and line.isprintable() \
+            and not _problems(a, errors_only=True):
+        stream.write(line + "\n")
+        return True
+    return False
+
+
 def _is_tty(stream: TextIO) -> bool:
     try:
         return stream.isatty()
@@ -161,6 +173,8 @@ def failing_stack(a: Analysis) -> Stack | None:
 
 def render(a: Analysis, out: TextIO | None = None, quiet: bool = False, timeline_rows: int = 12,
            report: str | None = None) -> None:
+    if quiet and _plain_line(a, out, report):
+        return
     console = _console(out)
     if quiet:
         _artifact_problems(console, a, errors_only=True)
@@ -333,9 +347,12 @@ def is_problem(x) -> bool:
     return x.status is not ArtifactStatus.OK or bool(x.message and x.message != "empty file")
 
 
+def _problems(a: Analysis, errors_only: bool = False) -> list:
+    return [x for x in a.case.artifacts if is_problem(x) and (not errors_only or x.status is ArtifactStatus.ERROR)]
+
+
 def _artifact_problems(console, a: Analysis, errors_only: bool = False) -> None:
-    problems = [x for x in a.case.artifacts if is_problem(x)
-                and (not errors_only or x.status is ArtifactStatus.ERROR)]
+    problems = _problems(a, errors_only)
     if problems:
         console.print(_text(("Artifact problems", "bold")))
         for x in problems[:20]:

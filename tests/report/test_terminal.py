@@ -88,3 +88,30 @@ def test_the_stack_shown_for_a_hang_is_the_blamed_ranks_main_thread():
     text = out.getvalue()
     assert "Stack of the rank that held the job up" in text and "pyspy/rank3" in text
     assert "Failing stack (rank 2)" not in text
+
+
+@pytest.mark.parametrize("name", sorted(BUNDLES))
+@pytest.mark.parametrize("report", [None, "reports/x.html", "reports/名前 · x.html"])
+def test_quiet_plain_line_without_rich_is_what_rich_prints(name, report, monkeypatch):
+    """`-q` on a pipe writes its one line without importing rich (startup time); the text is
+    byte for byte what the rich console prints, artifact problems or not."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    fast, slow = io.StringIO(), io.StringIO()
+    terminal.render(analysis(name), out=fast, quiet=True, report=report)
+    monkeypatch.setattr(terminal, "_plain_line", lambda *args: False)
+    terminal.render(analysis(name), out=slow, quiet=True, report=report)
+    assert fast.getvalue() == slow.getvalue()
+
+
+def test_quiet_one_line_bundle_does_not_import_rich(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "nccl.log").write_text("node000:10000:10007 [0] NCCL INFO Bootstrap : Using eth1:10.0.0.1<0>\n")
+    probe = ("import sys; from postmortem.cli import main; rc = main(sys.argv[1:]); "
+             "print('rich' in sys.modules, 'jinja2' in sys.modules); sys.exit(rc)")
+    r = subprocess.run([sys.executable, "-c", probe, "analyze", str(tmp_path / "b"), "--html", "-", "-q"],
+                       capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "NO_COLOR": ""})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "False False"
