@@ -21,6 +21,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import ClassVar, Iterator
 
+from lark.exceptions import LarkError
+
+from postmortem import grammar
 from postmortem.model import Event, Fact, Ref, Severity, Stack, Stamp
 
 
@@ -136,6 +139,10 @@ class LineParser:
     # line; the gate rejects most lines in one or two.
     gate_start: ClassVar[re.Pattern[str] | None] = None
     gate_words: ClassVar[re.Pattern[str] | None] = None
+    # The parser's grammar, grammars/<grammar_name>.lark, and the transformer its trees go
+    # through: read by `parse_line`.
+    grammar_name: ClassVar[str] = ""
+    transformer: ClassVar[object | None] = None
 
     def __init__(self, path: str, sink: Sink) -> None:
         self.path = path
@@ -154,6 +161,14 @@ class LineParser:
                     or (self.gate_words is not None and self.gate_words.search(text))):
                 return False
         return self.prefilter.search(text) is not None
+
+    def parse_line(self, text: str):
+        """`text` read by the parser's grammar (through its transformer); None when the
+        grammar does not read it."""
+        try:
+            return grammar.load(self.grammar_name, transformer=self.transformer).parse(text)
+        except LarkError:
+            return None
 
     def feed(self, line: Line) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError

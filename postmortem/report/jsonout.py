@@ -204,6 +204,8 @@ def chunks(a: Analysis):
                 yield sep + encode(item)
                 sep = ",\n    "
             yield "\n  ]"
+        elif isinstance(value, _Items):
+            yield "[]"   # an empty list (an _Items is no JSON value of its own)
         else:
             yield encode(value)
     yield "\n}"
