@@ -64,8 +64,8 @@ class Sink:
     stacks: list[Stack] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    # Reading order across the whole bundle: the pipeline shares one counter between sinks.
-    counter: Iterator[int] = field(default_factory=itertools.count)
+    # Numbers events in reading order across the whole bundle: the pipeline shares one between sinks.
+    numbering: Iterator[int] = field(default_factory=itertools.count)
     _line: Line | None = field(default=None, repr=False, compare=False)
     _ref: Ref | None = field(default=None, repr=False, compare=False)
 
@@ -94,7 +94,7 @@ class Sink:
             tid=_shared_int(tid),
             rank=_shared_int(rank if rank is not None else line.rank),
             data=fields,
-            seq=next(self.counter),
+            seq=next(self.numbering),
         )
         self.events.append(ev)
         return ev
