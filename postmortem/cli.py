@@ -8,6 +8,7 @@ No analysis logic lives here, and heavy libraries are imported only when used.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 
@@ -320,6 +321,9 @@ def cmd_analyze(args) -> int:
     if args.json == "-" and args.markdown == "-":
         raise UsageError("--json - and --markdown - would both go to stdout: send one of them to a file")
     analysis = _analyze(args.bundle, args.rules, args.tz, args.gdb, args.time_limit, args.allow_hardlinks)
+    # The analysis is millions of acyclic objects kept until exit: left in the collector's
+    # generations, every collection the renderers trigger would walk them all again.
+    gc.freeze()
     stdout_taken = args.json == "-" or args.markdown == "-"
     from_stdin = str(args.bundle) == "-"
     named = args.bundle if from_stdin else args.bundle.resolve()

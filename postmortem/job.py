@@ -193,8 +193,9 @@ def merge_pid_namespaces(events: list[Event], facts=()) -> list[Event]:
 
 
 def join_identities(events: list[Event], facts=()) -> list[Event]:
-    """One identity per process.  pid -> rank from NCCL init lines and launcher records
-    (ChildFailedError rows, `local_rank: N (pid: P)` on a single node); rank -> pid back
+    """One identity per process (the list's events are replaced in place).  pid -> rank from
+    NCCL init lines and launcher records (ChildFailedError rows, `local_rank: N (pid: P)` on
+    a single node); rank -> pid back
     when one pid has that rank; a single-host bundle's unnamed host is that host; a
     container's pid and the host's pid of one process (collect's NSpid lines) are one."""
     events = merge_pid_namespaces(events, facts)
@@ -226,8 +227,7 @@ def join_identities(events: list[Event], facts=()) -> list[Event]:
     pid_of = {key: next(iter(ps)) for key, ps in pids_of_rank.items() if len(ps) == 1}
     if not rank_of and only_host is None:
         return events
-    out = []
-    for e in events:
+    for i, e in enumerate(events):  # in place: the old event is freed as its successor is made
         host = host_of(e)
         rank, pid = e.rank, e.pid
         if rank is None and pid is not None:
@@ -235,9 +235,8 @@ def join_identities(events: list[Event], facts=()) -> list[Event]:
         if pid is None and rank is not None and not e.kind.startswith("kernel."):
             pid = pid_of.get((host, rank))
         if (host, rank, pid) != (e.host, e.rank, e.pid):
-            e = Event(e.kind, e.text, e.ref, e.severity, e.stamp, host, pid, e.tid, rank, e.data, e.when, e.seq)
-        out.append(e)
-    return out
+            events[i] = Event(e.kind, e.text, e.ref, e.severity, e.stamp, host, pid, e.tid, rank, e.data, e.when, e.seq)
+    return events
 
 
 # --------------------------------------------------------------------------- the window

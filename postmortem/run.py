@@ -44,6 +44,7 @@ class _Collected:
     artifacts: list[Artifact] = field(default_factory=list)
     counter: Iterator[int] = field(default_factory=itertools.count)  # reading order of events
     meter: Meter = field(default_factory=Meter)
+    line_classes: dict[str, int] = field(default_factory=dict)  # scan.scan_text's `shared`
 
 
 def analyze(path: Path, options: Options = Options()) -> Analysis:
@@ -156,7 +157,8 @@ def _read_content(entry, stream, kind: str, got: _Collected, options: Options, b
             label = f"text ({encoding})" + (f" ({codec})" if compressed else "")
         lines = bundle.iter_lines(stream, got.meter, encoding)
         if scan.applies(entry, compressed, encoding):  # big: the scanning stage
-            result = scan.scan_text(entry.path, lines, host=entry.host, k=k, counter=got.counter, meter=got.meter)
+            result = scan.scan_text(entry.path, lines, host=entry.host, k=k, counter=got.counter, meter=got.meter,
+                                    shared=got.line_classes)
         else:
             result = parse_text(entry.path, lines, host=entry.host, k=k, counter=got.counter, meter=got.meter)
         got.events.extend(result.sink.events)

@@ -39,11 +39,16 @@ from postmortem.parsers.wrappers import clean, strip
 
 # Artifacts at least this big go through the scanning stage; smaller ones line by line.
 SCAN_MIN_BYTES = 64 << 10
-BLOCK_BYTES = 16 << 20    # bytes decoded at once (newline-aligned); bounds memory per file
+BLOCK_BYTES = 1 << 20     # bytes decoded at once (newline-aligned); bounds memory per file
 DISTINCT_SHARE = 0.5      # a piece with more distinct lines than this share is read line by line
 _KINDS_CAP = 1 << 18      # distinct lines whose class is remembered across blocks
 
 INERT, ROUTINE, CONTEXT, ONE_BY_ONE = 0, 1, 2, 3
+
+# `host:pid:tid ` at the start of an NCCL line; its digits are masked in the key of the
+# bundle-wide class cache (_Reader.kind), so rank 7's line finds rank 3's class.
+_THREAD = re.compile(r"[^\s:\[\]]+:\d+:\d+ ")
+_DIGITS = str.maketrans("0123456789", "\0" * 10)  # NUL: never in a line read (split_lines drops it)
 
 # NCCL 2.26+ prefixes every line with `[%F %T] ` (optionally with a fraction): repeats of
 # one line differ only there.  Digits and punctuation only, so no parser keys on it.
@@ -99,7 +104,7 @@ class _Reader:
     """The state of one artifact's reading: the parsers, the matcher, the block they are in."""
 
     def __init__(self, path: str, host: str | None, k: knowledge.Knowledge | None,
-                 counter: Iterator[int] | None) -> None:
+                 counter: Iterator[int] | None, shared: dict[str, int] | None = None) -> None:
         self.path, self.host = path, host
         self.sink = Sink(counter=counter) if counter is not None else Sink()
         self.parsers = [cls(path, self.sink) for cls in PARSERS]
@@ -115,6 +120,10 @@ class _Reader:
         self.repeated = 0
         self.kinds: dict[str, tuple[int, tuple | None]] = {}
         self.targets: dict[str, dict] = {}  # routine line -> what its repeats add to
+        # Classes shared with the bundle's other files, unless a parser wants this file's
+        # lines whatever they say (ClockParser on clock.json): then its classes are its own.
+        blank = Line(path, 0, "", "", host)
+        self.shared = shared if not any(_wants(self.sink, p, blank) for p in self.parsers) else None
 
     # -- line by line, exactly as parsers.parse_text ---------------------------------------
 
@@ -146,7 +155,33 @@ class _Reader:
     # -- distinct lines ---------------------------------------------------------------------
 
     def kind(self, raw: str) -> tuple[int, tuple | None]:
-        """The class of a distinct line, and for a routine NCCL line its thread (host, pid, tid)."""
+        """The class of a distinct line, and for a routine NCCL line its thread (host, pid, tid).
+
+        Ranks print the same lines behind their own `host:pid:tid`: a class found for one
+        rank's line is reused for another's when the lines differ only in the digits of
+        that prefix (`shared`, one per analysis; not for files whose parsers want lines by
+        the file's name).  A routine line's thread is still read from its own prefix."""
+        shared = self.shared
+        if shared is None:
+            return self.classify(raw)
+        head = _THREAD.match(raw)
+        if head is None:
+            return self.classify(raw)
+        key = head[0].translate(_DIGITS) + raw[head.end():]
+        got = shared.get(key)
+        if got is None:
+            got = self.classify(raw)
+            if len(shared) < _KINDS_CAP:
+                shared[key] = got[0]
+            return got
+        if got != ROUTINE:
+            return got, None
+        m = _INFO_PREFIX.fullmatch(raw.partition(_INFO_MARK)[0])
+        if m is None:  # cannot happen for a line of the same shape; be safe
+            return self.classify(raw)
+        return ROUTINE, (m["host"], m["pid"], m["tid"])
+
+    def classify(self, raw: str) -> tuple[int, tuple | None]:
         text, rank, wrapped_host, stamp = strip(raw)
         if text != raw or rank is not None or wrapped_host or stamp is not None:
             return ONE_BY_ONE, None
@@ -174,7 +209,8 @@ class _Reader:
         event).  Skipped: inert lines, and repeats of routine lines, which are counted
         (Counter) and added to their event at the end of the piece."""
         lines, cut = split_lines(data.decode("utf-8", "replace"), self.cap)
-        if _LEADING_STAMP.search(data) is not None:
+        # `^` with re.M is tried at every byte: look for the `\n[` a stamp needs first (C memchr).
+        if (data[:1] == b"[" or b"\n[" in data) and _LEADING_STAMP.search(data) is not None:
             keys, _ = split_lines(_LEADING_STAMP.sub(b"", data).decode("utf-8", "replace"), self.cap)
             if len(keys) != len(lines):  # cannot happen with the anchored pattern; be safe
                 keys = lines
@@ -277,11 +313,12 @@ def applies(entry: bundle.Entry, compressed: bool, encoding: str | None) -> bool
 
 def scan_text(path: str, lines: bundle.Lines, host: str | None = None, k: knowledge.Knowledge | None = None,
               counter: Iterator[int] | None = None, meter: Meter | None = None,
-              block_bytes: int = BLOCK_BYTES) -> TextResult:
+              block_bytes: int = BLOCK_BYTES, shared: dict[str, int] | None = None) -> TextResult:
     """Read one text artifact through the scanning stage; the same result as parse_text.
     `lines` supplies the bytes (bundle.Lines keeps the bundle's byte and time budget and
-    notes a stream that breaks off) and receives the count of cut lines."""
-    reader = _Reader(path, host, k, counter)
+    notes a stream that breaks off) and receives the count of cut lines.  `shared`: one
+    dict per analysis (and knowledge) for classes of lines shared between its files."""
+    reader = _Reader(path, host, k, counter, shared)
     reader.cap = lines.cap
     reader.repeats = meter.budget.repeats if meter is not None else None
     stopped = ""

@@ -236,7 +236,7 @@ def place(case: Case, tz: str | None = None) -> Placed:
         when = _when(e, zone, zone_note, year, boots, delta_base)
         if when and e.stamp and e.stamp.clock is ClockKind.WALL_LOCAL:
             local_used = True
-        placed.append(_with_when(e, when))
+        placed.append(e if when is None and e.when is None else _with_when(e, when))  # no copy for nothing
         by_artifact[e.ref.path].append(len(placed) - 1)
 
     anchored_boots = _boot_from_process_deaths(placed, boots)
@@ -492,6 +492,10 @@ def _with_year(at: datetime, year_known: bool, year: int | None) -> datetime | N
         return None
 
 
+# One shared value for every event without a time (most lines of a big NCCL bundle).
+_NO_TIME = When(None, Basis.ORDER_ONLY, None, "no time printed")
+
+
 def _place_untimed(placed: list[Event], by_artifact: dict[str, list[int]], case: Case) -> None:
     """Untimed lines sit between the timed lines of the same file; a core by its mtime."""
     mtimes = {a.path: a.mtime for a in case.artifacts}
@@ -518,7 +522,7 @@ def _place_untimed(placed: list[Event], by_artifact: dict[str, list[int]], case:
                 placed[i] = _with_when(e, When(
                     after, Basis.ANCHORED, None, "no time printed; at or before the next timed line of this file"))
             else:
-                placed[i] = _with_when(e, When(None, Basis.ORDER_ONLY, None, "no time printed"))
+                placed[i] = _with_when(e, _NO_TIME)
 
 
 def sort_key(e: Event) -> tuple:

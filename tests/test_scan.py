@@ -8,6 +8,7 @@ Then whole bundles are analysed both ways and their verdicts compared.
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ import pytest
 from postmortem import bundle, run, scan
 from postmortem.parsers import parse_text
 from postmortem.parsers.nccl import PREFILTER
+
+PREFIX = re.compile(r"^(\S+?):(\d+):(\d+) ")
 
 from conftest import FIXTURES, ROOT
 
@@ -39,10 +42,10 @@ def _text_files() -> list[Path]:
 TEXT_FILES = _text_files()
 
 
-def _both(data: bytes, block: int):
+def _both(data: bytes, block: int, shared: dict | None = None, name: str = "f.log"):
     slow_lines, fast_lines = bundle.iter_lines(io.BytesIO(data)), bundle.iter_lines(io.BytesIO(data))
-    slow = parse_text("f.log", slow_lines, host="h")
-    fast = scan.scan_text("f.log", fast_lines, host="h", block_bytes=block)
+    slow = parse_text(name, slow_lines, host="h")
+    fast = scan.scan_text(name, fast_lines, host="h", block_bytes=block, shared=shared)
     assert fast_lines.cut_lines == slow_lines.cut_lines
     return slow, fast
 
@@ -64,13 +67,16 @@ def test_fixture_set_is_not_empty():
     assert len(TEXT_FILES) > 300
 
 
-@pytest.mark.parametrize("block,share", [(4096, 2.0), (1 << 20, 2.0), (1 << 20, scan.DISTINCT_SHARE)])
-def test_scan_reads_every_fixture_like_line_by_line(block, share, monkeypatch):
+@pytest.mark.parametrize("block,share,across", [(4096, 2.0, False), (1 << 20, 2.0, False),
+                                                (1 << 20, scan.DISTINCT_SHARE, False), (4096, 2.0, True)])
+def test_scan_reads_every_fixture_like_line_by_line(block, share, across, monkeypatch):
+    """`across`: one class cache shared by every file read, as in one analysis."""
     monkeypatch.setattr(scan, "DISTINCT_SHARE", share)  # 2.0: never fall back to line by line
+    shared: dict | None = {} if across else None
     for path in TEXT_FILES:
         data = path.read_bytes()
         try:
-            _same(*_both(data, block))
+            _same(*_both(data, block, shared, path.name))
         except AssertionError as exc:
             raise AssertionError(f"{path}: {exc}") from None
 
@@ -130,3 +136,25 @@ def test_every_fixture_verdict_is_unchanged_by_the_scan(monkeypatch):
     assert len(bundles) > 50
     for b in bundles:
         assert _verdict(b, 0, monkeypatch) == _verdict(b, 1 << 60, monkeypatch), b
+
+
+def test_ranks_share_line_classes_and_still_read_alike():
+    """Many ranks' copies of real NCCL lines (hosts and pids differing in digits and in
+    letters, WARNs and error chains included) read through one shared class cache give
+    the same events per file as line by line reading; the cache is keyed without digits."""
+    lines = [line for line in _nccl_lines() if PREFIX.match(line)][:400]
+    assert len(lines) > 100
+    shared: dict = {}
+    for rank, host in enumerate(["node000", "node017", "gpu-a-3", "node", "Traceback", "x1y2"]):
+        text = "".join(PREFIX.sub(f"{host}:{1000 + rank * 37}:{7 + rank} ", line) + "\n" for line in lines)
+        _same(*_both((text * 3).encode(), 64 << 10, shared))
+    assert any(key.startswith("node\0\0\0:") for key in shared)  # node000 and node017 share classes
+
+
+def test_a_file_read_whole_by_name_keeps_its_own_classes():
+    """clock.json is wanted line by line whatever it says: no shared class applies to it."""
+    lines = _nccl_lines()[:100]
+    data = ("\n".join(lines) + "\n").encode()
+    shared: dict = {}
+    _same(*_both(data, 4096, shared, "f.log"))
+    _same(*_both(data, 4096, shared, "clock.json"))

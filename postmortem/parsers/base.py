@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import ClassVar, Iterator
 
@@ -37,6 +38,21 @@ class Line:
         return Ref(self.path, self.no, text=self.raw)
 
 
+# A 512-rank bundle holds hundreds of thousands of events whose hosts, pids and message
+# words repeat from rank to rank: each distinct value is kept once (memory, issue 17).
+_SHARED_MAX = 512
+_shared_str = sys.intern
+_INTS: dict[int, int] = {}
+
+
+def _shared_int(n: int | None) -> int | None:
+    if n is None or -5 <= n <= 256:
+        return n
+    if len(_INTS) > 1 << 16:
+        _INTS.clear()
+    return _INTS.setdefault(n, n)
+
+
 @dataclass
 class Sink:
     """Collects what the parsers of one artifact produce."""
@@ -47,23 +63,34 @@ class Sink:
     problems: list[str] = field(default_factory=list)
     # Reading order across the whole bundle: the pipeline shares one counter between sinks.
     counter: Iterator[int] = field(default_factory=itertools.count)
+    _line: Line | None = field(default=None, repr=False, compare=False)
+    _ref: Ref | None = field(default=None, repr=False, compare=False)
 
     def event(self, line: Line, kind: str, severity: Severity = Severity.INFO, *,
               stamp: Stamp | None = None, host: str | None = None, pid: int | None = None,
               tid: int | None = None, rank: int | None = None, text: str | None = None,
               data: dict | None = None, **more) -> Event:
         """Record an event at `line`; wrapper-carried host/rank/stamp fill the gaps."""
+        host = host if host is not None else line.host
+        fields = {**(data or {}), **more}
+        for key, value in fields.items():  # the same words on every rank: kept once
+            if type(value) is str and len(value) <= _SHARED_MAX:
+                fields[key] = _shared_str(value)
+            elif type(value) is list and value and type(value[0]) is str:
+                value[:] = [_shared_str(v) if type(v) is str and len(v) <= _SHARED_MAX else v for v in value]
+        if line is not self._line:  # a message matched on a line a parser read: one Ref for both
+            self._line, self._ref = line, line.ref()
         ev = Event(
             kind=kind,
-            text=line.text if text is None else text,
-            ref=line.ref(),
+            text=line.text if text is None else _shared_str(text) if len(text) <= _SHARED_MAX else text,
+            ref=self._ref,
             severity=severity,
             stamp=stamp if stamp is not None else line.stamp,
-            host=host if host is not None else line.host,
-            pid=pid,
-            tid=tid,
-            rank=rank if rank is not None else line.rank,
-            data={**(data or {}), **more},
+            host=_shared_str(host) if type(host) is str else host,
+            pid=_shared_int(pid),
+            tid=_shared_int(tid),
+            rank=_shared_int(rank if rank is not None else line.rank),
+            data=fields,
             seq=next(self.counter),
         )
         self.events.append(ev)

@@ -9,8 +9,8 @@ from datetime import datetime
 from typing import Any
 
 from postmortem import __version__
-from postmortem.model import Analysis, Artifact, Event, Fact, Finding, Ref, Stack
-from postmortem.report.rows import shown_events, timeline_rows
+from postmortem.model import Analysis, Artifact, Event, Fact, Finding, Ref, Severity, Stack
+from postmortem.report.rows import shape, shown_events, timeline_rows
 from postmortem.report.timeline_view import lane_of
 from postmortem.timeline import sort_key
 
@@ -66,6 +66,59 @@ def artifact_json(a: Artifact) -> dict[str, Any]:
             "unclaimed": a.unclaimed, "host": a.host}
 
 
+# The JSON is bounded whatever the bundle's size: past MAX_TIMELINE_EVENTS events, each
+# timeline row lists its first MAX_EVENTS_PER_ROW events (cited ones always), and the rest
+# are counted in `timeline_omitted`; timeline_rows carries every row's full count.
+MAX_TIMELINE_EVENTS = 20_000
+MAX_EVENTS_PER_ROW = 64
+MAX_ROWS = 20_000          # past this, rows without a warning, an error or a cited line are counted
+
+
+def _cited(a: Analysis) -> set[tuple[str, int | None]]:
+    v = a.verdict
+    findings = ([v.root] if v.root else []) + list(v.symptoms) + list(v.alternatives)
+    return {(r.path, r.line) for f in findings for r in f.evidence}
+
+
+def listed_events(events: list[Event], cited: set) -> tuple[list[Event], int]:
+    """The events the JSON timeline lists (in order) and how many it leaves out."""
+    if len(events) <= MAX_TIMELINE_EVENTS:
+        return events, 0
+    per_row: dict[tuple, int] = {}
+    keep = []
+    for e in events:
+        key = (*shape(e), str(e.data.get("context") or ""))
+        n = per_row.get(key, 0)
+        per_row[key] = n + 1
+        if n < MAX_EVENTS_PER_ROW or (e.ref.path, e.ref.line) in cited:
+            keep.append(e)
+    if len(keep) > MAX_TIMELINE_EVENTS:  # many distinct rows: cited and severe first, then in order
+        ranked = sorted(range(len(keep)), key=lambda i: (
+            (keep[i].ref.path, keep[i].ref.line) not in cited,
+            keep[i].severity not in (Severity.ERROR, Severity.FATAL, Severity.WARNING), i))
+        chosen = sorted(ranked[:MAX_TIMELINE_EVENTS])
+        keep = [keep[i] for i in chosen]
+    return keep, len(events) - len(keep)
+
+
+def listed_rows(rows: list[dict[str, Any]], cited: set) -> tuple[list[dict[str, Any]], int]:
+    """The rows the JSON lists: all of them up to MAX_ROWS; past that every loud or cited
+    row and the first quiet ones, in order.  Returns them and how many were left out."""
+    if len(rows) <= MAX_ROWS:
+        return rows, 0
+    def loud(r) -> bool:
+        return r["severity"] in ("warning", "error", "fatal") or (r["first_source"], r["first_line"]) in cited
+    quiet = MAX_ROWS - sum(1 for r in rows if loud(r))
+    kept = []
+    for r in rows:
+        if loud(r):
+            kept.append(r)
+        elif quiet > 0:
+            quiet -= 1
+            kept.append(r)
+    return kept, len(rows) - len(kept)
+
+
 def launcher_root_json(r) -> dict[str, Any] | None:
     if r is None:
         return None
@@ -75,8 +128,31 @@ def launcher_root_json(r) -> dict[str, Any] | None:
 
 
 def to_dict(a: Analysis) -> dict[str, Any]:
+    """The whole JSON document as one dict (small bundles, tests); `chunks` streams it."""
+    doc = _fields(a)
+    return {key: list(value) if isinstance(value, _Items) else value for key, value in doc.items()}
+
+
+class _Items:
+    """A top-level list produced item by item, so the big ones are never held whole."""
+
+    def __init__(self, make, items) -> None:
+        self.make, self.items = make, items
+
+    def __iter__(self):
+        return (self.make(x) for x in self.items)
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+
+def _fields(a: Analysis) -> dict[str, Any]:
     v = a.verdict
     events = sorted(shown_events(a.case.events), key=sort_key)
+    cited = _cited(a)
+    rows, rows_omitted = listed_rows(timeline_rows(events), cited)
+    listed, omitted = listed_events(events, cited)
+    del events
     return {
         "schema": SCHEMA,
         "tool": {"name": "postmortem", "version": __version__},
@@ -98,11 +174,13 @@ def to_dict(a: Analysis) -> dict[str, Any]:
         "timeline_notes": list(a.timeline_notes),
         "limits": list(a.limits),
         "hosts": list(a.hosts),
-        "timeline": [event_json(e) for e in events],
-        "timeline_rows": timeline_rows(events),
-        "stacks": [stack_json(s) for s in a.case.stacks],
-        "facts": [fact_json(f) for f in a.case.facts],
-        "artifacts": [artifact_json(x) for x in a.case.artifacts],
+        "timeline": _Items(event_json, listed),
+        "timeline_omitted": omitted,
+        "timeline_rows": rows,
+        "timeline_rows_omitted": rows_omitted,
+        "stacks": _Items(stack_json, a.case.stacks),
+        "facts": _Items(fact_json, a.case.facts),
+        "artifacts": _Items(artifact_json, a.case.artifacts),
         "trace": list(v.trace),
     }
 
@@ -115,14 +193,17 @@ def chunks(a: Analysis):
     """The JSON text in pieces: each top-level field, and each item of a top-level list,
     on its own line, encoded compactly by json's C encoder (`indent` would switch to the
     pure-Python one, which is many times slower and holds the whole tree of strings on
-    big bundles)."""
-    doc = to_dict(a)
+    big bundles).  List items are made and encoded one at a time."""
     encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
     yield "{"
-    for n, (key, value) in enumerate(doc.items()):
+    for n, (key, value) in enumerate(_fields(a).items()):
         yield ("\n  " if n == 0 else ",\n  ") + encode(key) + ": "
-        if isinstance(value, list) and value:
-            yield "[\n    " + ",\n    ".join(encode(item) for item in value) + "\n  ]"
+        if isinstance(value, (list, _Items)) and value:
+            sep = "[\n    "
+            for item in value:
+                yield sep + encode(item)
+                sep = ",\n    "
+            yield "\n  ]"
         else:
             yield encode(value)
     yield "\n}"

@@ -18,8 +18,15 @@ def shown_events(events: Iterable[Event]) -> list[Event]:
     """Events as a timeline shows them: a known-message event (`msg.*`) on a line that a
     format parser also read is the same line twice, so only the parser's event stays."""
     events = list(events)
-    parsed = {(e.ref.path, e.ref.line) for e in events if not e.kind.startswith("msg.") and e.ref.line is not None}
-    return [e for e in events if not (e.kind.startswith("msg.") and (e.ref.path, e.ref.line) in parsed)]
+    parsed: dict[str, set[int]] = {}  # path -> lines; no tuple per event (big bundles)
+    for e in events:
+        if e.ref.line is not None and not e.kind.startswith("msg."):
+            lines = parsed.get(e.ref.path)
+            if lines is None:
+                lines = parsed[e.ref.path] = set()
+            lines.add(e.ref.line)
+    empty: set[int] = set()
+    return [e for e in events if not (e.kind.startswith("msg.") and e.ref.line in parsed.get(e.ref.path, empty))]
 
 
 def shape(e: Event) -> tuple[str, str]:

@@ -241,11 +241,23 @@ class _Builder:
 
     def finish(self) -> TimelineView:
         lanes, lane_number = _number_lanes(self.lane_keys, self.marks.values())
+        # Processes merged into one drawn lane ("other lanes") share one mark per row and
+        # band: thousands of ranks printing the same WARN are one span, not thousands of dots.
+        drawn: dict[tuple, Mark] = {}
         for mark in self.marks.values():
             mark.lane = lane_number[mark.lane_key]
             mark.row.lanes.add(mark.lane)
+            key = (mark.row.number, mark.lane, mark.band)
+            same = drawn.get(key)
+            if same is None:
+                drawn[key] = mark
+                continue
+            same.first, same.last = min(same.first, mark.first), max(same.last, mark.last)
+            same.uncertainty = max(same.uncertainty, mark.uncertainty)
+            same.count += mark.count
+            same.is_root = same.is_root or mark.is_root
         rows, cut_rows = _keep_rows(list(self.rows.values()))
-        marks, cut_marks = _keep_marks(self.marks.values(), {r.number for r in rows})
+        marks, cut_marks = _keep_marks(drawn.values(), {r.number for r in rows})
         present = {r.source for r in self.rows.values()}
         placed = (self.t_min, self.t_max) if self.t_min is not None else None
         return TimelineView(rows, lanes, marks, self.events, cut_rows, cut_marks, placed, self.unplaced,

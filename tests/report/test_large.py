@@ -27,3 +27,36 @@ def test_fifty_thousand_events_stay_small_and_keep_every_severe_row():
     assert 'class="root-ring"' in page
     assert len(re.findall(r'<tr id="row-', page)) == len(view.rows)
     assert len(view.lanes) <= timeline_view.MAX_LANES + 1
+
+
+def test_json_of_fifty_thousand_events_is_bounded_and_counts_what_it_leaves_out():
+    import json
+
+    from postmortem.report import jsonout
+
+    a = report_bench.synthetic_analysis(50_000)
+    doc = json.loads(jsonout.render(a))
+    listed = doc["timeline"]
+    assert len(listed) <= jsonout.MAX_TIMELINE_EVENTS
+    assert doc["timeline_omitted"] == 50_000 - len(listed) > 0
+    # every row keeps its full count and its first events; the cited root line is listed
+    assert sum(r["count"] for r in doc["timeline_rows"]) == 50_000
+    root = a.verdict.root.evidence[0]
+    assert any(e["source"] == root.path and e["line"] == root.line for e in listed)
+    per_row: dict = {}
+    for e in listed:
+        key = (e["kind"], re.sub(r"0x[0-9a-fA-F]+|\d+", "#", e["text"])[:300])
+        per_row[key] = per_row.get(key, 0) + 1
+    assert max(per_row.values()) <= jsonout.MAX_EVENTS_PER_ROW + 1
+    assert doc["timeline_rows_omitted"] == 0
+    assert jsonout.to_dict(a)["timeline_omitted"] == doc["timeline_omitted"]
+
+
+def test_processes_merged_into_one_lane_share_one_mark_per_row():
+    """Thousands of ranks printing the same WARN: one span in the merged lane, not a dot each."""
+    a = report_bench.synthetic_analysis(50_000)
+    view = timeline_view.build(a)
+    keys = [(m.row.number, m.lane, m.band) for m in view.marks]
+    assert len(keys) == len(set(keys))
+    assert sum(m.count for m in view.marks if m.row.kept_always) == sum(
+        r.count for r in view.rows if r.kept_always)
