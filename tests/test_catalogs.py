@@ -144,8 +144,13 @@ def test_catalogs_name_their_upstream_and_generator():
 NCCL_WARN = re.compile(r"\[\d+\] (?:[\w./-]+:\d+ )?(?:\(\w+\) )?NCCL WARN \S")
 
 
+# Net plugins (aws-ofi-nccl's "NET/OFI", with a function:line location) print through NCCL's
+# logger but their texts are not in NCCL's source, so NCCL's catalog cannot hold them.
+NET_PLUGIN_WARN = re.compile(r"NCCL WARN NET/OFI\b")
+
+
 def test_every_real_nccl_warn_line_in_the_fixtures_matches_an_entry():
-    lines = _fixture_lines(NCCL_WARN)
+    lines = [(p, l) for p, l in _fixture_lines(NCCL_WARN) if not NET_PLUGIN_WARN.search(l)]
     assert len(lines) >= 40
     missed = [(p, l) for p, l in lines if C.match_nccl(l) is None]
     assert not missed, missed[:5]
