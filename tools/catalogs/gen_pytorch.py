@@ -142,30 +142,18 @@ ERRNO_READINGS = {
 
 
 def template_to_regex(t: str) -> str:
-    """A template as a regex.  Real logs cut lines short (a terminal wrap, a paste that stops
-    at the number): after the first argument, the line may end at any word boundary."""
     parts = re.split(r"(\{d\}|\{\})", t)
-    pieces = []
+    out = []
     for i, p in enumerate(parts):
         if p == "{d}":
-            pieces.append(r"-?\d{1,20}")
+            out.append(r"-?\d{1,20}")
         elif p == "{}":
-            pieces.append(TEXT)
+            out.append(TEXT)
         elif i == len(parts) - 1 and i and len(p.strip()) <= 3 and not re.search(r"\w", p):
-            pieces.append(f"(?:{re.escape(p.strip())})?")  # closing punctuation: real logs cut lines short
+            out.append(f"(?:{re.escape(p.strip())})?")  # closing punctuation: real logs cut lines short
         else:
-            pieces.append(re.escape(p.rstrip() if i == len(parts) - 1 else p))
-    out = ""
-    for i in range(len(parts) - 1, -1, -1):
-        p = parts[i]
-        if i >= 2 and p not in ("{d}", "{}") and p.strip():  # a literal after an argument
-            words_ = [m.group(0) for m in re.finditer(r"\s*\S+", p)]
-            cuts = ["".join(words_[:n]) for n in range(len(words_) - 1, 0, -1)]
-            out = ("(?:" + pieces[i] + out + "".join(f"|{re.escape(c)}\\s{{0,3}}$" for c in cuts)
-                   + r"|\s{0,3}$)")
-        else:
-            out = pieces[i] + out
-    return out
+            out.append(re.escape(p.rstrip() if i == len(parts) - 1 else p))
+    return "".join(out)
 
 
 def words(t: str) -> list[str]:
