@@ -222,10 +222,17 @@ class _Reader:
             self.kinds.clear()
             self.targets.clear()
         kinds, targets = self.kinds, self.targets
-        first = dict(zip(reversed(keys), range(total - 1, -1, -1)))
-        if len(first) > DISTINCT_SHARE * total:  # mostly distinct: classifying them would only add work
+        counts = Counter(keys)  # distinct lines in order of first appearance, with their counts
+        if len(counts) > DISTINCT_SHARE * total:  # mostly distinct: classifying them would only add work
             self.line_by_line(lines, base)
             return cut
+        first: dict[str, int] = {}  # each distinct line's first place; a rank's file has them all early
+        want = len(counts)
+        for i, key in enumerate(keys):
+            if key not in first:
+                first[key] = i
+                if len(first) == want:
+                    break
         todo: list[int] = []  # positions to read one by one while no parser waits
         routine_here = []
         for key, i in first.items():
@@ -292,7 +299,6 @@ class _Reader:
                 self.one(lines[i], base + i + 1)
             i += 1
         if routine_here:
-            counts = Counter(keys)
             for key in routine_here:
                 extra = counts[key] - processed.get(key, 0)
                 if extra:
