@@ -38,7 +38,8 @@ from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser
 from postmortem.parsers.wrappers import clean, strip
 
 # Artifacts at least this big go through the scanning stage; smaller ones line by line.
-SCAN_MIN_BYTES = 64 << 10
+# (a rank's file of 300 INFO lines, 26 KB, reads 2.4x faster scanned; 65 lines break even)
+SCAN_MIN_BYTES = 8 << 10
 BLOCK_BYTES = 1 << 20     # bytes decoded at once (newline-aligned); bounds memory per file
 DISTINCT_SHARE = 0.5      # a piece with more distinct lines than this share is read line by line
 _KINDS_CAP = 1 << 18      # distinct lines whose class is remembered across blocks
