@@ -232,7 +232,7 @@ class Verdict:
     alternatives: tuple[Finding, ...]
     remediation: tuple[str, ...]
     next_steps: tuple[str, ...]
-    counter: tuple[str, ...]
+    counter_evidence: tuple[str, ...]
     signature: str
     trace: tuple[str, ...]
     collect: tuple[str, ...] = ()   # what to gather when the verdict is unknown

@@ -9,17 +9,17 @@ from __future__ import annotations
 import dataclasses
 import gc
 import io
-import itertools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from postmortem import bundle, knowledge, scan, timeline
 from postmortem.budget import Budget, Meter
 from postmortem.classify import classify
-from postmortem.model import Analysis, Artifact, ArtifactStatus, Case, Event, Fact, Stack
+from postmortem.model import Analysis, Artifact, ArtifactStatus, Case
 from postmortem.parsers import parse_text
+from postmortem.parsers.base import Sink
 
 
 @dataclass(frozen=True)
@@ -37,12 +37,11 @@ class Options:
 
 
 @dataclass
-class _Collected:
-    events: list[Event] = field(default_factory=list)
-    stacks: list[Stack] = field(default_factory=list)
-    facts: list[Fact] = field(default_factory=list)
+class _Collected(Sink):
+    """What the whole bundle produced: every artifact's sink merged (its `numbering` gives
+    events their reading order across the bundle), the artifacts, and the bundle's meter."""
+
     artifacts: list[Artifact] = field(default_factory=list)
-    counter: Iterator[int] = field(default_factory=itertools.count)  # reading order of events
     meter: Meter = field(default_factory=Meter)
     line_classes: dict[str, int] = field(default_factory=dict)  # scan.scan_text's `shared`
 
@@ -157,10 +156,10 @@ def _read_content(entry, stream, kind: str, got: _Collected, options: Options, b
             label = f"text ({encoding})" + (f" ({codec})" if compressed else "")
         lines = bundle.iter_lines(stream, got.meter, encoding)
         if scan.applies(entry, compressed, encoding):  # big: the scanning stage
-            result = scan.scan_text(entry.path, lines, host=entry.host, k=k, counter=got.counter, meter=got.meter,
+            result = scan.scan_text(entry.path, lines, host=entry.host, k=k, numbering=got.numbering, meter=got.meter,
                                     shared=got.line_classes)
         else:
-            result = parse_text(entry.path, lines, host=entry.host, k=k, counter=got.counter, meter=got.meter)
+            result = parse_text(entry.path, lines, host=entry.host, k=k, numbering=got.numbering, meter=got.meter)
         got.events.extend(result.sink.events)
         got.stacks.extend(result.sink.stacks)
         got.facts.extend(result.sink.facts)
@@ -214,7 +213,7 @@ def _add_gdb_backtrace(entry, result, got: _Collected, label: str) -> str:
     text = core.gdb_backtrace(entry.disk_path, exe)
     if text is None:
         return "--gdb: gdb is not installed, or it failed or timed out"
-    parsed = parse_text(f"{entry.path} (gdb)", text.splitlines(), host=entry.host, counter=got.counter)
+    parsed = parse_text(f"{entry.path} (gdb)", text.splitlines(), host=entry.host, numbering=got.numbering)
     got.events.extend(parsed.sink.events)
     got.stacks.extend(parsed.sink.stacks)
     return ""
@@ -238,7 +237,7 @@ def _read_flightrec(entry, stream, got: _Collected, base: dict, label: str) -> A
     except flightrec.DumpError as exc:
         what = "Flight Recorder dump" if kind_is_dump(label, data) else "pickle"
         return Artifact(kind=label, status=ArtifactStatus.ERROR, message=f"{what} not read: {exc}", **base)
-    events, facts = flightrec.to_case(trace, got.counter)
+    events, facts = flightrec.to_case(trace, got.numbering)
     got.events.extend(events)
     got.facts.extend(facts)
     message = "; ".join(trace.problems[:3])
@@ -259,7 +258,7 @@ def _read_core(entry, stream, got: _Collected, options: Options, base: dict, lab
     # Libraries and executables shipped in the bundle beside the core give frames their names.
     search = tuple(_bundle_folders(entry)) if entry.disk_path is not None else ()
     result = core.read_core(seekable, entry.path, search_dirs=search)
-    got.events.extend(dataclasses.replace(e, seq=next(got.counter)) for e in result.events)
+    got.events.extend(dataclasses.replace(e, seq=next(got.numbering)) for e in result.events)
     got.stacks.extend(result.stacks)
     got.facts.extend(result.facts)
     status = ArtifactStatus.OK if not result.truncated else ArtifactStatus.ERROR

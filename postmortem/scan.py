@@ -105,9 +105,9 @@ class _Reader:
     """The state of one artifact's reading: the parsers, the matcher, the block they are in."""
 
     def __init__(self, path: str, host: str | None, k: knowledge.Knowledge | None,
-                 counter: Iterator[int] | None, shared: dict[str, int] | None = None) -> None:
+                 numbering: Iterator[int] | None, shared: dict[str, int] | None = None) -> None:
         self.path, self.host = path, host
-        self.sink = Sink(counter=counter) if counter is not None else Sink()
+        self.sink = Sink(numbering=numbering) if numbering is not None else Sink()
         self.parsers = [cls(path, self.sink) for cls in PARSERS]
         self.nccl = next(p for p in self.parsers if isinstance(p, NcclParser))
         self.matcher = MessageMatcher(path, self.sink, k)
@@ -319,13 +319,13 @@ def applies(entry: bundle.Entry, compressed: bool, encoding: str | None) -> bool
 
 
 def scan_text(path: str, lines: bundle.Lines, host: str | None = None, k: knowledge.Knowledge | None = None,
-              counter: Iterator[int] | None = None, meter: Meter | None = None,
+              numbering: Iterator[int] | None = None, meter: Meter | None = None,
               block_bytes: int = BLOCK_BYTES, shared: dict[str, int] | None = None) -> TextResult:
     """Read one text artifact through the scanning stage; the same result as parse_text.
     `lines` supplies the bytes (bundle.Lines keeps the bundle's byte and time budget and
     notes a stream that breaks off) and receives the count of cut lines.  `shared`: one
     dict per analysis (and knowledge) for classes of lines shared between its files."""
-    reader = _Reader(path, host, k, counter, shared)
+    reader = _Reader(path, host, k, numbering, shared)
     reader.cap = lines.cap
     reader.repeats = meter.budget.repeats if meter is not None else None
     stopped = ""

@@ -49,7 +49,7 @@ def test_causal_patterns_name_known_causes_with_weight(m):
 
 
 def test_xid_catalog_matches_formats_reference():
-    # Spot checks against ../shared/formats.md §2.5.
+    # Spot checks against docs/formats.md §2.5.
     assert K.xids[79].cause == "gpu_fell_off_bus" and K.xids[79].immediate == "RESTART_BM"
     assert K.xids[48].cause == "gpu_memory_ecc"
     assert K.xids[119].cause == "gsp_fault" and K.xids[120].cause == "gsp_fault"

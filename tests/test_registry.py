@@ -14,7 +14,7 @@ from postmortem.parsers import PARSERS, parse_text
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "postmortem"
 # Code that reads signals: the classifier, counter-evidence, the timeline, stack code.
-READERS = sorted(PKG.glob("classify/**/*.py")) + [PKG / "timeline.py", PKG / "stacks.py"]
+READERS = sorted(PKG.glob("classify/**/*.py")) + sorted(PKG.glob("timeline/*.py")) + [PKG / "stacks.py"]
 RULE_CODE = sorted(PKG.glob("classify/**/*.py"))
 # Any dotted name under a prefix the registered kinds use (nccl., kernel., fr., pyspy. ...).
 _PREFIXES = sorted({s.split(".")[0] for s, sig in reg.registry().signals.items() if not sig.producer.startswith("rule:")}

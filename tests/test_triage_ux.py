@@ -14,7 +14,7 @@ from postmortem.model import Frame, Ref, Stack
 from postmortem.run import analyze
 from postmortem.triage import execute, group, render
 from postmortem.triage.discover import Task
-from postmortem.triage.work import BundleResult, Settings, analyse_one, crash_time
+from postmortem.triage.work import BundleResult, Settings, analyze_one, crash_time
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -80,7 +80,7 @@ def test_generic_cuda_check_frames_are_skipped_in_signatures():
 
 def test_a_bundle_over_its_time_budget_is_its_own_group(tmp_path):
     task = Task(name="slow", path=str(FIXTURES / "demo" / "bundle"))
-    r = analyse_one(task, Settings(html=False, time_limit=1e-9))
+    r = analyze_one(task, Settings(html=False, time_limit=1e-9))
     assert r.timed_out and r.signature == "timeout" and r.category == "timeout"
     doc = group.build([r, _result(1, "x", "sig2:config:x:y")], ["in"])
     assert [g["signature"] for g in doc["groups"] if g["cause"] == "timeout"] == ["timeout"]
@@ -122,7 +122,7 @@ def test_local_pool_keeps_a_bounded_window_of_futures(monkeypatch):
     """The parent drops each future once its result is handed on: memory does not grow
     with the number of bundles."""
     monkeypatch.setattr(execute, "ProcessPoolExecutor", _FakePool)
-    monkeypatch.setattr(execute, "analyse_one", lambda task, settings: _result(0, "x", task.name))
+    monkeypatch.setattr(execute, "analyze_one", lambda task, settings: _result(0, "x", task.name))
     real_wait = execute.wait
 
     def counting_wait(pending, return_when):

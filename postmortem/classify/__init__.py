@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
-from postmortem.classify.counter import (before_the_job, counter_evidence, crashed_peer, death_mismatch,
-                                         unrelated_victims)
+from postmortem.classify.counter_evidence import (before_the_job, crashed_peer, death_mismatch, measured_state_against,
+                                                  unrelated_victims)
 from postmortem.classify import launcher_root
 from postmortem.classify.rules import RULES
 from postmortem.classify.signature import signature_of
@@ -127,7 +127,7 @@ def _claimable(findings: list[Finding], trace: list[str]) -> bool:
 
 def _counters(findings: list[Finding], case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
     """cause -> (factor on its support, reasons): every kind of counter-evidence, combined."""
-    counters = counter_evidence(case, trace)
+    counters = measured_state_against(case, trace)
     for cause, (factor, reasons) in [*before_the_job(findings, case, trace).items(),
                                      *unrelated_victims(findings, case, trace).items(),
                                      *death_mismatch(case, trace).items(),
@@ -152,7 +152,7 @@ def _scores(by_cause: dict[str, list[Finding]], counters: dict, trace: list[str]
 
 
 def _verdict(case: Case, k: Knowledge, root_cause: str, root_findings: list[Finding], findings: list[Finding],
-             scores: dict[str, float], contenders: dict[str, float], counter: tuple[str, ...],
+             scores: dict[str, float], contenders: dict[str, float], counter_evidence: tuple[str, ...],
              trace: list[str]) -> Verdict:
     root_findings = sorted(root_findings, key=lambda f: (f.role != "root", -f.confidence))
     evidence = tuple(dict.fromkeys(r for f in root_findings for r in f.evidence))
@@ -170,8 +170,8 @@ def _verdict(case: Case, k: Knowledge, root_cause: str, root_findings: list[Find
         category=Category(cause.category), cause=root_cause, confidence=_confidence(root_cause, contenders, k),
         summary=f"{cause.title}: {root.summary}", explanation=cause.explanation, root=root, symptoms=symptoms,
         alternatives=alternatives, remediation=advice + tuple(r for r in cause.remediation if r not in advice),
-        next_steps=cause.next_steps, commands=cause.commands, steps=cause.steps, title=cause.title, counter=counter,
-        signature=signature_of(root_cause, cause.category, root, case), trace=tuple(trace))
+        next_steps=cause.next_steps, commands=cause.commands, steps=cause.steps, title=cause.title,
+        counter_evidence=counter_evidence, signature=signature_of(root_cause, cause.category, root, case), trace=tuple(trace))
 
 
 # A cause explains another's signs only when it is itself well supported, and the
@@ -283,5 +283,5 @@ def _unknown(case: Case, k: Knowledge, findings: list[Finding], scores: dict[str
     return Verdict(
         category=Category.UNKNOWN, cause="unknown", confidence=0.0, summary=summary, explanation=u.explanation,
         root=None, symptoms=symptoms, alternatives=alternatives, remediation=u.remediation,
-        next_steps=u.next_steps, counter=(), signature=signature_of("unknown", "unknown", None, case),
+        next_steps=u.next_steps, counter_evidence=(), signature=signature_of("unknown", "unknown", None, case),
         trace=tuple(trace), collect=tuple(collect), commands=u.commands, steps=u.steps, title=u.title)

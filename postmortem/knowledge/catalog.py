@@ -87,6 +87,28 @@ def _regex(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
+# The run of literal words a template ends with, as the generators escape them ("\ before\ timing\ out\.").
+_LITERAL_TAIL = re.compile(r"(?:\\[ .,:;!()\[\]'\"-]|\w)+$")
+
+
+@functools.lru_cache(maxsize=None)
+def _cut_regex(pattern: str) -> re.Pattern[str] | None:
+    """The entry's regex for a line that ends early, inside the template's closing words: people
+    quote logs with the tail cut ("... ran for 645901 milliseconds"). All but the first closing word
+    become optional, whole words only, and the line must end there, so a different continuation never matches."""
+    tail = _LITERAL_TAIL.search(pattern)
+    if not tail or tail.start() == 0:
+        return None
+    words = [w for w in re.split(r"(?=\\ )", tail.group()) if w]
+    if len(words) < 2:
+        return None
+    optional = ""
+    for piece in reversed(words[1:]):
+        optional = f"(?:{piece}{optional})?"
+    # The first closing word stays required: a cut line still shows where the template went on.
+    return re.compile(pattern[:tail.start()] + words[0] + optional + r"\s*$")
+
+
 # --- NCCL ---------------------------------------------------------------------------------
 
 # "host:pid:tid [dev] transport/net_ib.cc:93 NCCL WARN text" (file:line since NCCL 2.x, an
@@ -294,7 +316,9 @@ def match_message(line: str, catalogs: tuple[str, ...] = ("pytorch", "kernel")) 
             if e.key and e.key not in line:
                 continue
             if not _regex(e.regex).search(line):
-                continue
+                cut = _cut_regex(e.regex)
+                if cut is None or not cut.search(line):
+                    continue
             cause, strength, detail = e.cause, e.strength, ""
             killed = _KILLED_BY.search(line) if name == "pytorch" else None
             if killed and killed.group(1) in data.get("signal_readings", {}):

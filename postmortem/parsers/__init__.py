@@ -55,14 +55,14 @@ _SEEN_CAP = 200_000
 
 
 def parse_text(path: str, raw_lines: Iterable[str], host: str | None = None,
-               k: knowledge.Knowledge | None = None, counter: Iterator[int] | None = None,
+               k: knowledge.Knowledge | None = None, numbering: Iterator[int] | None = None,
                meter: Meter | None = None) -> TextResult:
-    """Read one text artifact; never raises on content.  `counter` numbers events in
+    """Read one text artifact; never raises on content.  `numbering` numbers events in
     reading order across a whole bundle.  With a `meter`, the bundle's budget applies:
     a line seen more than `repeats` times (outside any block) is counted, not parsed
     again, and parsing stops with what it has when time or the event budget runs out.
     `raw_lines` may be a bundle.Lines, whose numbering skips runs of blank lines."""
-    sink = Sink(counter=counter) if counter is not None else Sink()
+    sink = Sink(numbering=numbering) if numbering is not None else Sink()
     parsers = [cls(path, sink) for cls in PARSERS]
     matcher = messages.MessageMatcher(path, sink, k)
     used: set[str] = set()

@@ -21,6 +21,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import ClassVar, Iterator
 
+from lark.exceptions import LarkError
+
+from postmortem import grammar
 from postmortem.model import Event, Fact, Ref, Severity, Stack, Stamp
 
 
@@ -61,8 +64,8 @@ class Sink:
     stacks: list[Stack] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    # Reading order across the whole bundle: the pipeline shares one counter between sinks.
-    counter: Iterator[int] = field(default_factory=itertools.count)
+    # Numbers events in reading order across the whole bundle: the pipeline shares one between sinks.
+    numbering: Iterator[int] = field(default_factory=itertools.count)
     _line: Line | None = field(default=None, repr=False, compare=False)
     _ref: Ref | None = field(default=None, repr=False, compare=False)
 
@@ -91,7 +94,7 @@ class Sink:
             tid=_shared_int(tid),
             rank=_shared_int(rank if rank is not None else line.rank),
             data=fields,
-            seq=next(self.counter),
+            seq=next(self.numbering),
         )
         self.events.append(ev)
         return ev
@@ -136,6 +139,10 @@ class LineParser:
     # line; the gate rejects most lines in one or two.
     gate_start: ClassVar[re.Pattern[str] | None] = None
     gate_words: ClassVar[re.Pattern[str] | None] = None
+    # The parser's grammar, grammars/<grammar_name>.lark, and the transformer its trees go
+    # through: read by `parse_line`.
+    grammar_name: ClassVar[str] = ""
+    transformer: ClassVar[object | None] = None
 
     def __init__(self, path: str, sink: Sink) -> None:
         self.path = path
@@ -154,6 +161,14 @@ class LineParser:
                     or (self.gate_words is not None and self.gate_words.search(text))):
                 return False
         return self.prefilter.search(text) is not None
+
+    def parse_line(self, text: str):
+        """`text` read by the parser's grammar (through its transformer); None when the
+        grammar does not read it."""
+        try:
+            return grammar.load(self.grammar_name, transformer=self.transformer).parse(text)
+        except LarkError:
+            return None
 
     def feed(self, line: Line) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -4,18 +4,12 @@ A faulthandler dump, a gdb backtrace, a native backtrace or a Python traceback s
 lines, and in a launcher's combined log the lines of several ranks' blocks interleave
 (`[rank0]: ...` / `[rank1]: ...`).  A `RankBlockParser` keeps one state object per launcher
 rank (`self.blocks`, keyed by `Line.rank`; None when no wrapper named a rank), is busy while
-any rank's state `is_open`, and ends every rank's state at end of file.  It also reads a
-line with its own grammar (`grammar_name`, `transformer`) into the `(kind, value)` pair the
-parser dispatches on.
+any rank's state `is_open`, and ends every rank's state at end of file.
 """
 from __future__ import annotations
 
-from typing import Callable, ClassVar, Generic, Iterator, TypeVar
+from typing import Callable, Generic, Iterator, TypeVar
 
-from lark import Transformer
-from lark.exceptions import LarkError
-
-from postmortem import grammar
 from postmortem.parsers.base import Line, LineParser
 
 State = TypeVar("State")
@@ -57,9 +51,6 @@ class RankBlocks(Generic[State]):
 class RankBlockParser(LineParser, Generic[State]):
     """A LineParser whose blocks interleave per rank (see the module docstring)."""
 
-    grammar_name: ClassVar[str] = ""
-    transformer: ClassVar[Transformer | None] = None
-
     def __init__(self, path, sink) -> None:
         super().__init__(path, sink)
         self.blocks: RankBlocks[State] = RankBlocks()
@@ -78,10 +69,3 @@ class RankBlockParser(LineParser, Generic[State]):
     def finish(self) -> None:
         for state in self.blocks:
             self.end(state)
-
-    def parse_line(self, text: str):
-        """The line read by grammars/<grammar_name>.lark: (kind, value), or None when it is not one."""
-        try:
-            return grammar.load(self.grammar_name, transformer=self.transformer).parse(text)
-        except LarkError:
-            return None

@@ -23,7 +23,6 @@ import re
 
 from lark import Token
 
-from postmortem.grammar import load
 from postmortem.parsers.base import Line, LineParser
 
 # v1 prints "no limit" as PAGE_COUNTER_MAX pages (LONG_MAX rounded down to a page): any figure
@@ -49,14 +48,14 @@ _BYTES = {"cgroup.memory_max_bytes", "cgroup.memory_peak_bytes", "cgroup.memory_
 
 class CgroupParser(LineParser):
     name = "cgroup"
+    grammar_name = "cgroup"
     order = 120
     prefilter = re.compile(r"^(?:# /proc/(?:\d+|self)/cgroup (?:memory \(v1\)|v2): "
                            r"|/[^\s:]*/memory\.[a-z_.]+: (?:\d+|max|[a-z_]+ \d+)\s*$)")
 
     def feed(self, line: Line) -> bool:
-        try:
-            tree = load("cgroup").parse(line.text.strip())
-        except Exception:  # noqa: BLE001 - any lark error declines the line
+        tree = self.parse_line(line.text.strip())
+        if tree is None:
             return False
         tokens = {t.type: str(t) for t in tree.scan_values(lambda v: isinstance(v, Token))}
         if tree.data == "group_line":

@@ -148,7 +148,7 @@ def stamp_of(ns: int | None) -> Stamp | None:
     return Stamp(ClockKind.WALL, wall=at, resolution_s=1e-6)
 
 
-def to_case(trace: RankTrace, counter: Iterator[int]) -> tuple[list[Event], list[Fact]]:
+def to_case(trace: RankTrace, numbering: Iterator[int]) -> tuple[list[Event], list[Fact]]:
     """The dump as the pipeline sees it: one fact holding the whole trace (for cross-rank
     matching), and events for the last TAIL_EVENTS entries of each process group, placed at
     their measured creation, start and completion times."""
@@ -171,5 +171,5 @@ def to_case(trace: RankTrace, counter: Iterator[int]) -> tuple[list[Event], list
                 events.append(Event(kind=kind, text=f"rank {trace.rank} {what} {e.describe()}", ref=e.ref(trace.path),
                                     severity=severity if kind == "fr.created" else Severity.INFO,
                                     stamp=stamp_of(ns), host=trace.host, rank=trace.rank, data=base,
-                                    seq=next(counter)))
+                                    seq=next(numbering)))
     return events, [fact]

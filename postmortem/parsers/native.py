@@ -126,7 +126,7 @@ def _c10_frame(text: str) -> Frame:
 
 
 @dataclass
-class _Block:
+class _FrameRun:
     """An open run of frames of one kind (ucx, backtrace_symbols, c10)."""
 
     origin: str
@@ -143,7 +143,7 @@ class _Block:
 class _Context:
     """Per launcher rank: the open block, a cut line waiting for its end, the last cause."""
 
-    block: _Block | None = None
+    block: _FrameRun | None = None
     cut: str | None = None               # first half of a wrapped backtrace_symbols line
     terminate: dict | None = None        # last `terminate called ...` (title for the stack)
     what_lines: list[str] | None = None  # collecting a multi-line what() message
@@ -222,7 +222,7 @@ class NativeStackParser(RankBlockParser[_Context]):
         self._end_block(ctx)
         sig = ctx.signal if ctx.signal and ctx.signal["tid"] == tid else None
         title = f"Caught signal {sig['signo']} ({sig['signal']}: {sig['detail']})" if sig else ""
-        ctx.block = _Block("ucx", line, title, crashed=True, tid=tid, pid=sig["pid"] if sig else None)
+        ctx.block = _FrameRun("ucx", line, title, crashed=True, tid=tid, pid=sig["pid"] if sig else None)
         return True
 
     def _on_ucx_frame(self, line: Line, ctx: _Context, value) -> bool:
@@ -240,7 +240,7 @@ class NativeStackParser(RankBlockParser[_Context]):
     def _on_symbols_frame(self, line: Line, ctx: _Context, frame: Frame) -> bool:
         if ctx.block is None or ctx.block.origin not in ("backtrace_symbols", "ucx"):
             self._end_block(ctx)
-            ctx.block = _Block("backtrace_symbols", line, self._cause(ctx), crashed=True)
+            ctx.block = _FrameRun("backtrace_symbols", line, self._cause(ctx), crashed=True)
         ctx.block.frames.append(frame)
         return True
 
@@ -248,14 +248,14 @@ class NativeStackParser(RankBlockParser[_Context]):
         self._end_block(ctx)
         function, source = raised
         title = self._cause(ctx) or f"Exception raised from {function} at {source}"
-        ctx.block = _Block("c10", line, title, crashed=ctx.terminate is not None,
+        ctx.block = _FrameRun("c10", line, title, crashed=ctx.terminate is not None,
                            data={"raised_from": function, "source": source})
         return True
 
     def _on_c10_frame(self, line: Line, ctx: _Context, frame: Frame) -> bool:
         if ctx.block is None or ctx.block.origin != "c10":
             self._end_block(ctx)  # frames pasted without their header
-            ctx.block = _Block("c10", line, self._cause(ctx), crashed=ctx.terminate is not None)
+            ctx.block = _FrameRun("c10", line, self._cause(ctx), crashed=ctx.terminate is not None)
         ctx.block.frames.append(frame)
         return True
 

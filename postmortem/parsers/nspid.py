@@ -11,7 +11,6 @@ import re
 
 from lark import Token
 
-from postmortem.grammar import load
 from postmortem.parsers.base import Line, LineParser
 
 MAX_PID = 1 << 22   # Linux PID_MAX_LIMIT: anything larger is not a pid
@@ -19,13 +18,13 @@ MAX_PID = 1 << 22   # Linux PID_MAX_LIMIT: anything larger is not a pid
 
 class NsPidParser(LineParser):
     name = "nspid"
+    grammar_name = "nspid"
     order = 130
     prefilter = re.compile(r"^/proc/\d+/status: NSpid:(?:\s+\d+)+\s*$")
 
     def feed(self, line: Line) -> bool:
-        try:
-            tree = load("nspid").parse(line.text.strip())
-        except Exception:  # noqa: BLE001 - any lark error declines the line
+        tree = self.parse_line(line.text.strip())
+        if tree is None:
             return False
         pids = [t for t in tree.scan_values(lambda v: isinstance(v, Token) and v.type == "PID")]
         if any(len(p) > 7 or int(p) > MAX_PID or int(p) <= 0 for p in pids):

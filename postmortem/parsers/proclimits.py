@@ -13,7 +13,6 @@ import re
 
 from lark import Token
 
-from postmortem.grammar import load
 from postmortem.parsers.base import Line, LineParser
 
 # Row name (fs/proc/base.c lnames[]) -> fact suffix shared with `ulimit -a` (parsers/system.py).
@@ -23,14 +22,14 @@ RESOURCES = {"Max open files": "nofile", "Max locked memory": "memlock",
 
 class ProcLimitsParser(LineParser):
     name = "proclimits"
+    grammar_name = "proclimits"
     order = 110
     prefilter = re.compile(r"^(?:Limit\s+Soft Limit\s+Hard Limit\s+Units"
                            r"|Max(?: [a-z]+)+ {2,}(?:\d+|unlimited) +(?:\d+|unlimited)(?: +[a-z]+)?)\s*$")
 
     def feed(self, line: Line) -> bool:
-        try:
-            tree = load("proclimits").parse(line.text.strip())
-        except Exception:  # noqa: BLE001 - any lark error declines the line
+        tree = self.parse_line(line.text.strip())
+        if tree is None:
             return False
         if tree.data == "header":
             return True

@@ -166,7 +166,7 @@ def _fields(a: Analysis) -> dict[str, Any]:
             "root": finding_json(v.root) if v.root else None,
             "symptoms": [finding_json(f) for f in v.symptoms],
             "alternatives": [finding_json(f) for f in v.alternatives],
-            "counter_evidence": list(v.counter),
+            "counter_evidence": list(v.counter_evidence),
             "remediation": list(v.remediation), "next_steps": list(v.next_steps),
             "commands": list(v.commands), "steps": list(v.steps),
             "collect": list(v.collect),
@@ -206,6 +206,8 @@ def chunks(a: Analysis):
                 yield sep + encode(item)
                 sep = ",\n    "
             yield "\n  ]"
+        elif isinstance(value, _Items):
+            yield "[]"   # an empty list (an _Items is no JSON value of its own)
         else:
             yield encode(value)
     yield "\n}"

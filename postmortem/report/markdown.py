@@ -48,7 +48,7 @@ def render(a: Analysis, report: str | None = None) -> str:
         _section("Fix", list(v.remediation)),
         _commands(a),
         _collect(a),
-        _section("Counter-evidence", [markdown_text(c, 200) for c in v.counter]),
+        _section("Counter-evidence", [markdown_text(c, 200) for c in v.counter_evidence]),
         _section("Launcher's root cause (weighed, not taken)",
                  [markdown_text(v.launcher_root.note, 400)] if v.launcher_root else []),
         _symptoms(a),

@@ -325,8 +325,8 @@ def _counter(console, a: Analysis) -> None:
     v = a.verdict
     if v.cause == "unknown":
         return
-    console.print(_text(("Counter-evidence", "bold"), "" if v.counter else ": none found"))
-    for c in v.counter:
+    console.print(_text(("Counter-evidence", "bold"), "" if v.counter_evidence else ": none found"))
+    for c in v.counter_evidence:
         _bullet(console, terminal_text(c, 300))
     if v.launcher_root is not None:
         console.print(_text(("Launcher's root cause", "bold"), " (weighed, not taken)"))

@@ -1,4 +1,4 @@
-"""Running analyse_one over many bundles: a local process pool, or a Dask cluster.
+"""Running analyze_one over many bundles: a local process pool, or a Dask cluster.
 
 Both yield BundleResults as they finish; a worker that dies or a future that fails
 becomes an error result for its bundle, never an exception for the batch.
@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from postmortem.triage.discover import Task
-from postmortem.triage.work import BundleResult, Settings, analyse_one, error_result
+from postmortem.triage.work import BundleResult, Settings, analyze_one, error_result
 
 DASK_CONNECT_TIMEOUT = "15s"
 IN_FLIGHT_PER_JOB = 2   # tasks submitted ahead per worker: enough to keep workers busy
@@ -26,7 +26,7 @@ class ClusterError(RuntimeError):
 def run_local(tasks: list[Task], settings: Settings, jobs: int) -> Iterator[BundleResult]:
     if jobs <= 1 or len(tasks) <= 1:   # no pool: simplest to debug, nothing to gain
         for task in tasks:
-            yield analyse_one(task, settings)
+            yield analyze_one(task, settings)
         return
     # A bounded window of submitted tasks, each future dropped once its result is handed on:
     # the parent's memory stays flat however many bundles the batch holds.
@@ -35,7 +35,7 @@ def run_local(tasks: list[Task], settings: Settings, jobs: int) -> Iterator[Bund
     queue = iter(tasks)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for task in itertools.islice(queue, window):
-            pending[pool.submit(analyse_one, task, settings)] = task
+            pending[pool.submit(analyze_one, task, settings)] = task
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
@@ -43,7 +43,7 @@ def run_local(tasks: list[Task], settings: Settings, jobs: int) -> Iterator[Bund
                 result = _result(future, task)
                 del future
                 for nxt in itertools.islice(queue, 1):
-                    pending[pool.submit(analyse_one, nxt, settings)] = nxt
+                    pending[pool.submit(analyze_one, nxt, settings)] = nxt
                 yield result
 
 
@@ -58,7 +58,7 @@ def run_dask(tasks: list[Task], settings: Settings, address: str) -> Iterator[Bu
     except (OSError, TimeoutError) as exc:
         raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
     try:
-        futures = {client.submit(analyse_one, task, settings, pure=False, retries=DASK_RETRIES): task for task in tasks}
+        futures = {client.submit(analyze_one, task, settings, pure=False, retries=DASK_RETRIES): task for task in tasks}
         for future in dask_completed(list(futures)):
             yield _result(future, futures.pop(future))   # dropped once handed on
     finally:

@@ -54,11 +54,11 @@ class BundleTimeout(Exception):
     """The hard stop: an analysis that did not end at its own time limit."""
 
 
-def analyse_one(task: Task, settings: Settings) -> BundleResult:
+def analyze_one(task: Task, settings: Settings) -> BundleResult:
     started = time.perf_counter()
     try:
         with _hard_stop(settings.time_limit):
-            result = _analyse(task, settings)
+            result = _analyze_task(task, settings)
     except BundleTimeout:
         result = timeout_result(task, settings.time_limit, partial=None)
     except Exception as exc:  # noqa: BLE001 - one bad bundle never stops the batch
@@ -98,7 +98,7 @@ class _hard_stop:
         return False
 
 
-def _analyse(task: Task, settings: Settings) -> BundleResult:
+def _analyze_task(task: Task, settings: Settings) -> BundleResult:
     from postmortem.classify.signature import explain_signature
     from postmortem.run import Options, analyze
 

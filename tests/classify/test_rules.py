@@ -109,7 +109,7 @@ def test_counter_evidence_from_large_shm(tmp_path):
     v = analyze(b).verdict
     facts = {f.name: f.value for f in analyze(b).case.facts}
     if facts.get("shm.size_bytes", 0) >= 1 << 30:
-        assert v.confidence < base.confidence and v.counter
+        assert v.confidence < base.confidence and v.counter_evidence
 
 
 def test_sigbus_with_a_64m_dev_shm_is_shm():
@@ -159,7 +159,7 @@ def test_oom_kill_in_another_pid_namespace_still_explains_a_sigkill(tmp_path):
     (b / "train.log").write_bytes((ROOT / "fixtures/launcher/torchrun_sigkill.log").read_bytes())
     v = analyze(b).verdict
     assert v.cause == "host_oom" and v.confidence >= 0.8
-    assert not any("another process" in c for c in v.counter)
+    assert not any("another process" in c for c in v.counter_evidence)
 
 
 def test_quiet_pcie_topology_suggests_a_p2p_hang():

@@ -78,7 +78,7 @@ def test_single_thread_mode_stack_header(version):
 def test_depth_limit(version):
     (stack,) = mine(parse(f"py{version}-deep.txt"))
     assert len(stack.frames) == 100
-    # 3.8-3.12 print `  ...` after 100 frames; 3.13 truncates silently (formats.md §3)
+    # 3.8-3.12 print `  ...` after 100 frames; 3.13 truncates silently (docs/formats.md §3)
     assert stack.data.get("truncated", False) is (version != "3.13")
 
 

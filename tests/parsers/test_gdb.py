@@ -77,7 +77,7 @@ def test_signal_handler_frame():
 
 
 def test_formats_md_frames_smashed_stack_and_stop_message():
-    # verbatim lines from formats.md §4.1 (gdb 13.1 run)
+    # verbatim lines from docs/formats.md §4.1 (gdb 13.1 run)
     r = parse(lines=["#0  0x0000000000000000 in ?? ()", "#2  0x4141414141414141 in ?? ()",
                      "Backtrace stopped: previous frame inner to this frame (corrupt stack?)"])
     (s,) = stacks(r)

@@ -190,7 +190,7 @@ def test_ipmi_sel_memory_error():
 
 
 @pytest.mark.parametrize("line,code,pid,comm", [
-    # formats.md §2.4 samples ([quoted in leptonai/gpud], gpud testdata, stas00/ml-engineering)
+    # docs/formats.md §2.4 samples ([quoted in leptonai/gpud], gpud testdata, stas00/ml-engineering)
     ("NVRM: Xid (PCI:0000:05:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.", 79, None, None),
     ("NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, name=nvidia-smi, Timeout after 6s of waiting for RPC response "
      "from GPU4 GSP! Expected function 103 (GSP_RM_ALLOC) (0x2081 0x4).", 119, 2024380, "nvidia-smi"),

@@ -40,7 +40,7 @@ def test_ucx_signal_and_backtrace():
 
 
 def test_ucx_frame_shapes_from_formats_md():
-    # verbatim from formats.md §5.9 (a user build log, and UCX's plain-build format)
+    # verbatim from docs/formats.md §5.9 (a user build log, and UCX's plain-build format)
     r = parse(lines=["[edu02:192938:0:192938] Caught signal 7 (Bus error: nonexistent physical address)",
                      "==== backtrace (tid: 192937) ====",
                      " 0 0x000000000003e730 __GI___sigaction()  :0",

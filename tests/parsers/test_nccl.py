@@ -210,7 +210,7 @@ def test_formats_md_doc_examples():
     ("something else", None),
 ])
 def test_result_names(text, name):
-    # strings from formats.md §1.7 (nccl src/misc/argcheck / ncclGetErrorString)
+    # strings from docs/formats.md §1.7 (nccl src/misc/argcheck / ncclGetErrorString)
     assert nccl.result_name(text) == name
 
 

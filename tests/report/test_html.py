@@ -50,7 +50,7 @@ def test_urls_in_text_come_from_the_bundle_or_the_knowledge(name):
     a = analysis(name)
     v = a.verdict
     known = " ".join([*(e.text for e in a.case.events), *(r.text for f in (v.root, *v.symptoms) if f for r in f.evidence),
-                      v.explanation, v.summary, *v.remediation, *v.next_steps, *v.counter, *v.collect, *v.trace,
+                      v.explanation, v.summary, *v.remediation, *v.next_steps, *v.counter_evidence, *v.collect, *v.trace,
                       *(x.message for x in a.case.artifacts), *a.timeline_notes])
     for url in URL.findall(Page(report(name)).all_text):
         assert url.rstrip(".,;") in known, url

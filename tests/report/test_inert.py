@@ -85,7 +85,7 @@ def test_every_bundle_string_in_the_ticket_is_inert(payload):
     v = a.verdict
     root = dataclasses.replace(v.root, evidence=(Ref(path=payload, line=1, text=payload),) * 2,
                                summary=payload)
-    v = dataclasses.replace(v, summary=payload, counter=(payload,), collect=(payload, payload),
+    v = dataclasses.replace(v, summary=payload, counter_evidence=(payload,), collect=(payload, payload),
                             signature=f"sig2:config:x:{payload}", root=root,
                             symptoms=(dataclasses.replace(root, summary=payload),))
     a = dataclasses.replace(a, verdict=v, case=dataclasses.replace(a.case, name=payload), hosts=(payload,))
@@ -119,7 +119,7 @@ def test_terminal_strips_controls_from_every_bundle_string(payload):
     a = analysis("cores")
     v = a.verdict
     root = dataclasses.replace(v.root, evidence=(Ref(path=payload, line=1, text=payload),), summary=payload)
-    v = dataclasses.replace(v, summary=payload, counter=(payload,), collect=(payload,), root=root)
+    v = dataclasses.replace(v, summary=payload, counter_evidence=(payload,), collect=(payload,), root=root)
     a = dataclasses.replace(a, verdict=v, case=dataclasses.replace(a.case, name=payload), hosts=(payload,))
     for quiet in (False, True):
         out = io.StringIO()

@@ -60,3 +60,18 @@ def test_processes_merged_into_one_lane_share_one_mark_per_row():
     assert len(keys) == len(set(keys))
     assert sum(m.count for m in view.marks if m.row.kept_always) == sum(
         r.count for r in view.rows if r.kept_always)
+
+
+def test_streamed_json_writes_an_empty_list_as_a_list():
+    """A bundle with no stacks and no facts: the streamed JSON still says `[]` for them
+    (an empty streamed list once came out as the repr of its Python object)."""
+    import json
+
+    from postmortem import run
+    from postmortem.report import jsonout
+
+    analysis = run.analyze(ROOT / "fixtures" / "xid" / "xid_public.txt")
+    assert not analysis.case.stacks and not analysis.case.facts
+    doc = json.loads(jsonout.render(analysis))
+    assert doc["stacks"] == [] and doc["facts"] == []
+    assert doc == json.loads(json.dumps(jsonout.to_dict(analysis), default=str))

@@ -13,7 +13,7 @@ from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout,
                                               SigbusContext)
 from postmortem.classify.rules.hang import FlightRecorderHang
 from postmortem.classify.rules.hardware import GpuHealth
-from postmortem.classify.rules.knowledge import KnownMessages, XidCatalog
+from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
 
 RULES: tuple[Rule, ...] = (
     KnownMessages(),

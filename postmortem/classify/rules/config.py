@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from postmortem import signals
-from postmortem.classify.counter import _NETWORK_TEXT, _TEARDOWN, effective_shm_size
+from postmortem.classify.counter_evidence import _NETWORK_TEXT, _TEARDOWN, effective_shm_size
 from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, sign_finding
 from postmortem.knowledge import catalog
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
@@ -243,7 +243,7 @@ def _network_signs(case: Case, k) -> list[Event]:
 def _deaths_not_by_timeout(case: Case, timeouts: list[Event]) -> list[Event]:
     """A dead peer, whose cause is the story: a process killed by the kernel or dead of a
     fatal signal other than the teardown after a timeout, or an exception that is not
-    itself a communication error (counter.crashed_peer reads the same deaths)."""
+    itself a communication error (counter_evidence.crashed_peer reads the same deaths)."""
     out = []
     for e in case.events:
         if e.kind in _KILLS:

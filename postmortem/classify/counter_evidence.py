@@ -18,7 +18,9 @@ _OOM_KILLS = deaths("kernel_kill")                   # the kernel's OOM killer, 
 _SIGNAL_DEATHS = deaths("fatal_signal", "exit")      # a process seen dying of a signal or exit code
 
 
-def _against(counter, reason: str) -> dict[str, tuple[float, tuple[str, ...]]]:
+def _against(counter, reason: str, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """One piece of counter-evidence: its factor on the cause it speaks against, said in the trace."""
+    trace.append(f"counter: {reason}")
     return {counter.against: (counter.factor, (reason,))}
 
 
@@ -108,8 +110,7 @@ def unrelated_victims(findings: list[Finding], case: Case, trace: list[str]) -> 
     reason = (f"the OOM killer's victim(s) {sorted(victims)} appear nowhere in the job's own logs, "
               f"which name pids {sorted(job_pids)[:6]} (the kernel log shows pid {min(kernel_pids & job_pids)} "
               "too, so they share a pid namespace): another process was killed")
-    trace.append(f"counter: {reason}")
-    return _against(COUNTER.unrelated_victims, reason)
+    return _against(COUNTER.unrelated_victims, reason, trace)
 
 
 # How a job's processes are seen to die (signals.toml `death`), outside the kernel log.
@@ -134,8 +135,7 @@ def death_mismatch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple
     first = deaths[0]
     reason = (f"the job died otherwise ({first.ref.describe()}: {first.text.strip()[:80]}), "
               "not by the OOM killer's SIGKILL: the OOM kill in the kernel log hit another process")
-    trace.append(f"counter: {reason}")
-    return _against(COUNTER.death_mismatch, reason)
+    return _against(COUNTER.death_mismatch, reason, trace)
 
 
 # Deaths that are teardown, not a cause: the launcher's SIGTERM, NCCL's own abort.
@@ -161,11 +161,10 @@ def crashed_peer(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[s
 def _peer_reason(e: Event, what: str, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
     reason = (f"a process of the job died of {what} ({e.ref.describe()}): connection errors on its peers "
               "are the fallout, not the network")
-    trace.append(f"counter: {reason}")
-    return _against(COUNTER.crashed_peer, reason)
+    return _against(COUNTER.crashed_peer, reason, trace)
 
 
-def counter_evidence(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+def measured_state_against(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
     out: dict[str, tuple[float, tuple[str, ...]]] = {}
     sizes = effective_shm_size(case)
     uses = [(f, _num(f)) for f in _facts(case, "shm.use_pct")]
@@ -176,25 +175,21 @@ def counter_evidence(case: Case, trace: list[str]) -> dict[str, tuple[float, tup
         u, pct = low_use[0]
         reason = (f"/dev/shm is {v / GIB:.1f} GiB and {pct:.0f}% used "
                   f"({f.ref.describe()}): shared-memory exhaustion unlikely (unless it was full at crash time)")
-        trace.append(f"counter: {reason}")
-        out.update(_against(COUNTER.shm_big_low_use, reason))
+        out.update(_against(COUNTER.shm_big_low_use, reason, trace))
     elif big:
         f, v = big[0]
         reason = f"/dev/shm is {v / GIB:.1f} GiB ({f.ref.describe()}), larger than container defaults"
-        trace.append(f"counter: {reason}")
-        out.update(_against(COUNTER.shm_big, reason))
+        out.update(_against(COUNTER.shm_big, reason, trace))
     for f in _facts(case, "ulimit.memlock"):
         if str(f.value).lower() == "unlimited":
             reason = f"the locked-memory limit is unlimited ({f.ref.describe()}): not the memlock limit"
-            trace.append(f"counter: {reason}")
-            out.update(_against(COUNTER.memlock_unlimited, reason))
+            out.update(_against(COUNTER.memlock_unlimited, reason, trace))
             break
     out.update(cgroup_no_oom_kill(case, trace))
     for f in _facts(case, "env.NCCL_P2P_DISABLE"):
         if str(f.value).strip() == "1":
             reason = f"NCCL_P2P_DISABLE=1 was set ({f.ref.describe()}): NCCL used no peer-to-peer transport"
-            trace.append(f"counter: {reason}")
-            out.update(_against(COUNTER.p2p_disabled, reason))
+            out.update(_against(COUNTER.p2p_disabled, reason, trace))
             break
     return out
 
@@ -210,5 +205,4 @@ def cgroup_no_oom_kill(case: Case, trace: list[str]) -> dict[str, tuple[float, t
     f = zero[0]
     reason = (f"the job's memory cgroup counts no OOM kill ({f.ref.describe()}): "
               "no process in it was killed by an OOM killer")
-    trace.append(f"counter: {reason}")
-    return _against(COUNTER.cgroup_no_oom_kill, reason)
+    return _against(COUNTER.cgroup_no_oom_kill, reason, trace)

@@ -1,0 +1,189 @@
+"""Events placed by other events: process deaths, multi-host anchors, untimed neighbours.
+
+Owns the placements that borrow another event's time: a host's boot time from one
+process's death seen by both the kernel and the launcher; a crash report with no time
+pinned to the launcher's record of that process dying; each host's clock skew measured on
+events several hosts log at one moment (rendezvous, NCCL init) and corrected when larger
+than the anchors resolve; untimed lines placed between the timed lines of their file, a
+core by its mtime.  Every such time is `anchored` and says what it was anchored on.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from postmortem import signals
+from postmortem.knowledge.registry import KIND, deaths, produced_by
+from postmortem.model import Basis, Case, ClockKind, Event, When
+from postmortem.parsers import clocks
+from postmortem.timeline.boot import KERNEL_KINDS
+from postmortem.timeline.stamps import with_when
+
+_CORE_KINDS = produced_by("parser:core")
+# Kernel lines that name a dying process, and launcher records of a process's death.
+_KERNEL_DEATHS = deaths() & produced_by("parser:kernel")
+_LAUNCHER_DEATHS = deaths("exit") & produced_by("parser:launcher")
+_FATAL_SIGNALS = deaths("fatal_signal") - KERNEL_KINDS
+
+
+def boot_from_process_deaths(placed: list[Event], boots: dict) -> dict:
+    """Boot time of a host that has none, from one process's death seen twice: the
+    kernel's `python3[1234]: segfault` or OOM kill (seconds since boot) and the
+    launcher's record of pid 1234 failing (wall time).  The median over all such pairs
+    is robust to a wrong pair; the launcher notices a death up to a second late."""
+    deaths: dict[tuple[str | None, int], datetime] = {}
+    for e in placed:
+        if e.kind in _LAUNCHER_DEATHS and e.pid is not None and e.when and e.when.at:
+            key = (e.host, e.pid)
+            deaths[key] = min(deaths.get(key, e.when.at), e.when.at)
+    found: dict[str | None, list[float]] = defaultdict(list)
+    for e in placed:
+        if e.kind not in _KERNEL_DEATHS or e.pid is None or not e.stamp or e.stamp.clock is not ClockKind.BOOT:
+            continue
+        if e.host in boots or (e.host is None and boots):
+            continue
+        seen = deaths.get((e.host, e.pid)) or next((t for (h, p), t in deaths.items() if p == e.pid), None)
+        if seen is not None and e.stamp.seconds is not None:
+            found[e.host].append(seen.timestamp() - e.stamp.seconds)
+    out = {}
+    for host, offsets in found.items():
+        offsets.sort()
+        spread = offsets[-1] - offsets[0]
+        boot = clocks.from_unix(offsets[len(offsets) // 2])
+        if boot is not None:
+            out[host] = (boot, f"anchored on {len(offsets)} process death(s) seen by the kernel and the launcher",
+                         max(1.5, spread))
+    return out
+
+
+def pin_to_process_death(placed: list[Event]) -> None:
+    """A crash report with no time (faulthandler, gdb, a UCX block) goes where the
+    launcher saw that process die: by pid when the report has one, else by its signal
+    when exactly one launcher record died of that signal."""
+    deaths = [e for e in placed if e.kind in _LAUNCHER_DEATHS and e.when and e.when.at]
+    if not deaths:
+        return
+    by_pid = {(e.pid): e for e in deaths if e.pid is not None}
+    by_signal: dict[str, list[Event]] = defaultdict(list)
+    for e in deaths:
+        sig = str(e.data.get("signal") or "")
+        if sig:
+            by_signal[_signal_name(sig)].append(e)
+    for i, e in enumerate(placed):
+        if e.kind not in _FATAL_SIGNALS:
+            continue
+        if e.when and e.when.at and e.when.basis is not Basis.ANCHORED:
+            continue
+        death = by_pid.get(e.pid) if e.pid is not None else None
+        if death is None:
+            candidates = by_signal.get(_signal_name(str(e.data.get("signal") or "")), [])
+            dying = {c.pid for c in candidates}  # one process may be reported by two launcher lines
+            death = min(candidates, key=lambda c: c.when.at) if len(dying) == 1 else None  # type: ignore[union-attr]
+        if death is None:
+            continue
+        placed[i] = with_when(e, When(
+            death.when.at, Basis.ANCHORED, 2.0,  # type: ignore[union-attr]
+            f"no time printed; pinned to the launcher's record of this process dying ({death.ref.describe()})"))
+
+
+def _signal_name(text: str) -> str:
+    return signals.name_of(text) or text.strip().upper()
+
+
+def _anchor_key(e: Event) -> tuple | None:
+    """Events that several hosts log at one physical moment: the rendezvous that forms
+    the group, NCCL init completing for one communicator."""
+    if e.kind == KIND.msg_rendezvous_complete:
+        return ("rendezvous",)
+    if e.kind == KIND.nccl_init and e.data.get("phase") == "COMPLETE" and e.data.get("commId"):
+        return ("nccl-init", e.data["commId"])
+    return None
+
+
+def host_skews(placed: list[Event]) -> dict[str, tuple[float, int, float]]:
+    """host -> (seconds its clock is ahead of the reference host, anchors, spread)."""
+    per_host: dict[str, dict[tuple, list[datetime]]] = defaultdict(lambda: defaultdict(list))
+    for e in placed:
+        key = _anchor_key(e)
+        if key and e.host and e.when and e.when.at:
+            per_host[e.host][key].append(e.when.at)
+    if len(per_host) < 2:
+        return {}
+    # The reference clock is the host with the most timed events.
+    counts: dict[str, int] = defaultdict(int)
+    for e in placed:
+        if e.host and e.when and e.when.at:
+            counts[e.host] += 1
+    ref = max(per_host, key=lambda h: (counts[h], h))
+    skews = {}
+    for host, keys in per_host.items():
+        if host == ref:
+            continue
+        diffs = []
+        for key, times in keys.items():
+            for n, t in enumerate(sorted(times)):
+                ref_times = sorted(per_host[ref].get(key, []))
+                if n < len(ref_times):
+                    diffs.append((t - ref_times[n]).total_seconds())
+        if diffs:
+            diffs.sort()
+            skews[host] = (diffs[len(diffs) // 2], len(diffs), diffs[-1] - diffs[0])
+    return {h: (*v, ref) for h, v in skews.items()}  # type: ignore[misc]
+
+
+def apply_skews(placed: list[Event], skews: dict, notes: list[str]) -> list[Event]:
+    """Bring each host's wall times onto the reference host's clock when the skew is
+    larger than the anchors can resolve; the corrected times say they are anchored."""
+    shifts = {}
+    for host, (skew, n, spread, ref) in skews.items():
+        resolution = max(1.0, spread)
+        notes.append(f"clock of {host} is {skew:+.3f} s relative to {ref} ({n} anchor(s), spread {spread:.3f} s)")
+        if abs(skew) <= resolution:
+            continue
+        shifts[host] = (-skew, resolution,
+                        f"shifted {-skew:+.3f} s onto {ref}'s clock (skew from {n} anchor(s))")
+    if not shifts:
+        return placed
+    out = []  # one pass over the events, not one per skewed host
+    for e in placed:
+        shift = shifts.get(e.host)
+        if shift is not None and e.when and e.when.at:
+            seconds, resolution, said = shift
+            e = with_when(e, When(clocks.add_seconds(e.when.at, seconds), Basis.ANCHORED,
+                                   (e.when.uncertainty_s or 0) + resolution,
+                                   f"{e.when.note + '; ' if e.when.note else ''}{said}"))
+        out.append(e)
+    return out
+
+
+# One shared value for every event without a time (most lines of a big NCCL bundle).
+_NO_TIME = When(None, Basis.ORDER_ONLY, None, "no time printed")
+
+
+def place_untimed(placed: list[Event], by_artifact: dict[str, list[int]], case: Case) -> None:
+    """Untimed lines sit between the timed lines of the same file; a core by its mtime."""
+    mtimes = {a.path: a.mtime for a in case.artifacts}
+    for path, idxs in by_artifact.items():
+        timed = [i for i in idxs if placed[i].when and placed[i].when.at]
+        nxt = 0  # index into `timed` of the first timed line after the current one
+        for i in idxs:
+            while nxt < len(timed) and timed[nxt] <= i:
+                nxt += 1
+            e = placed[i]
+            if e.when and (e.when.at or e.when.basis is Basis.ORDER_ONLY):
+                continue
+            if e.kind in _CORE_KINDS and mtimes.get(path):
+                placed[i] = with_when(e, When(
+                    mtimes[path], Basis.MTIME, 60.0, "core file's modification time (written at the crash)"))
+                continue
+            before = placed[timed[nxt - 1]].when.at if nxt > 0 else None  # type: ignore[union-attr]
+            after = placed[timed[nxt]].when.at if nxt < len(timed) else None  # type: ignore[union-attr]
+            if before:
+                gap = (after - before).total_seconds() if after and after >= before else None
+                placed[i] = with_when(e, When(
+                    before, Basis.ANCHORED, gap, "no time printed; placed after the previous timed line of this file"))
+            elif after:
+                placed[i] = with_when(e, When(
+                    after, Basis.ANCHORED, None, "no time printed; at or before the next timed line of this file"))
+            else:
+                placed[i] = with_when(e, _NO_TIME)
