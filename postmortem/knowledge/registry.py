@@ -234,6 +234,13 @@ CATALOG_STRENGTH = {"specific": "strong", "subsystem": "weak"}
 
 
 @functools.lru_cache(maxsize=None)
+def source_labels() -> dict[str, str]:
+    """The report's source label of an event by the first part of its kind (signals.toml [source])."""
+    text = resources.files("postmortem.knowledge").joinpath("signals.toml").read_text(encoding="utf-8")
+    return {str(prefix): str(label) for prefix, label in tomllib.loads(text).get("source", {}).items()}
+
+
+@functools.lru_cache(maxsize=None)
 def _catalog_weights() -> dict[str, float]:
     text = resources.files("postmortem.knowledge").joinpath("catalogs", "readings.toml").read_text(encoding="utf-8")
     return {name: float(e["weight"]) for name, e in tomllib.loads(text)["strength"].items()}
