@@ -144,9 +144,19 @@ def knowledge_patterns() -> list[Checked]:
 def bounded_windows() -> dict[tuple[str, int], tuple[int, str]]:
     """Module patterns whose callers pass them less than the line window: (pattern, flags) ->
     (window, where the bound is)."""
-    from postmortem import stacks
+    import json
+    from importlib import resources
 
-    return {(stacks._DECORATION.pattern, stacks._DECORATION.flags): (stacks.DECORATION_WINDOW, "stacks._native_name")}
+    from postmortem import stacks
+    from postmortem.knowledge import catalog
+
+    # catalog._LITERAL_TAIL reads the catalogs' own regexes (knowledge data, never bundle text):
+    # its window is the longest of them.
+    longest = max(len(e.get("regex", "")) for name in ("nccl", "pytorch", "kernel", "cuda", "nv_status", "sxid")
+                  for e in json.loads(resources.files("postmortem.knowledge").joinpath("catalogs", f"{name}.json")
+                                      .read_text(encoding="utf-8"))["entries"])
+    return {(stacks._DECORATION.pattern, stacks._DECORATION.flags): (stacks.DECORATION_WINDOW, "stacks._native_name"),
+            (catalog._LITERAL_TAIL.pattern, catalog._LITERAL_TAIL.flags): (longest, "catalog._cut_regex")}
 
 
 def collect_all() -> list[Checked]:

@@ -187,3 +187,14 @@ def test_docs_kinds_md_is_what_the_registry_says():
     parser_kinds = [k for k, e in signals["kind"].items() if e["producer"].startswith("parser:")]
     assert len(parser_kinds) > 40 and all(f"| `{k}` |" in current for k in parser_kinds)
     assert all(signals["kind"][k].get("doc") for k in parser_kinds), "give each [kind.*] entry a doc"
+
+
+def test_every_report_source_is_a_label_the_report_knows():
+    """signals.toml [source] names the report's source label per kind prefix (no code edit)."""
+    from postmortem.report import timeline_view
+
+    labels = reg.source_labels()
+    assert labels["kernel"] == "kernel" and labels["py"] == "python" and labels["msg"] == "messages"
+    assert set(labels.values()) <= set(timeline_view.SOURCES)
+    assert timeline_view.source_of("native.signal") == "core"
+    assert timeline_view.source_of("fr.created") == "system"   # an unlisted prefix

@@ -14,17 +14,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterable
 
+from postmortem.knowledge import registry
 from postmortem.model import Analysis, Basis, Event, Ref, Severity
 from postmortem.report.rows import shape, shown_events
 from postmortem.timeline import sort_key
 
-# Where an event came from, by the first part of its kind (docs/kinds.md).
+# Where an event came from: the labels, and the label of each kind prefix in signals.toml [source].
 SOURCES = ("kernel", "nccl", "python", "launcher", "core", "messages", "system")
-_SOURCE_OF_PREFIX = {
-    "kernel": "kernel", "nccl": "nccl", "py": "python", "torch": "python", "faulthandler": "python",
-    "dataloader": "python", "launcher": "launcher", "core": "core", "gdb": "core", "native": "core",
-    "msg": "messages",
-}
 SEVERITY_ORDER = {Severity.DEBUG: 0, Severity.INFO: 1, Severity.WARNING: 2, Severity.ERROR: 3, Severity.FATAL: 4}
 SEVERE = frozenset({Severity.WARNING, Severity.ERROR, Severity.FATAL})
 
@@ -38,7 +34,7 @@ OTHER_LANE = ("~other",)
 
 
 def source_of(kind: str) -> str:
-    return _SOURCE_OF_PREFIX.get(kind.split(".", 1)[0], "system")
+    return registry.source_labels().get(kind.split(".", 1)[0], "system")
 
 
 def ref_key(r: Ref) -> tuple:

@@ -47,3 +47,12 @@ def test_an_error_file_missing_from_the_bundle_is_named(tmp_path):
 def test_no_launcher_table_no_launcher_root():
     v = analyze(ROOT / "fixtures/bundles/lab-fd-limit-dataloader/bundle").verdict
     assert v.launcher_root is None
+
+
+def test_the_html_report_shows_the_weighing(tmp_path):
+    from postmortem.report import render_text
+
+    a = analyze(BUNDLES / "lab-torchrun-straggler-timeout/bundle")
+    html = render_text("html", a)
+    assert "Launcher&#39;s root cause" in html or "Launcher's root cause" in html
+    assert "but the verdict blames rank 0" in html
