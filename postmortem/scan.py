@@ -38,7 +38,8 @@ from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser
 from postmortem.parsers.wrappers import clean, strip
 
 # Artifacts at least this big go through the scanning stage; smaller ones line by line.
-SCAN_MIN_BYTES = 64 << 10
+# (a rank's file of 300 INFO lines, 26 KB, reads 2.4x faster scanned; 65 lines break even)
+SCAN_MIN_BYTES = 8 << 10
 BLOCK_BYTES = 1 << 20     # bytes decoded at once (newline-aligned); bounds memory per file
 DISTINCT_SHARE = 0.5      # a piece with more distinct lines than this share is read line by line
 _KINDS_CAP = 1 << 18      # distinct lines whose class is remembered across blocks
@@ -222,10 +223,17 @@ class _Reader:
             self.kinds.clear()
             self.targets.clear()
         kinds, targets = self.kinds, self.targets
-        first = dict(zip(reversed(keys), range(total - 1, -1, -1)))
-        if len(first) > DISTINCT_SHARE * total:  # mostly distinct: classifying them would only add work
+        counts = Counter(keys)  # distinct lines in order of first appearance, with their counts
+        if len(counts) > DISTINCT_SHARE * total:  # mostly distinct: classifying them would only add work
             self.line_by_line(lines, base)
             return cut
+        first: dict[str, int] = {}  # each distinct line's first place; a rank's file has them all early
+        want = len(counts)
+        for i, key in enumerate(keys):
+            if key not in first:
+                first[key] = i
+                if len(first) == want:
+                    break
         todo: list[int] = []  # positions to read one by one while no parser waits
         routine_here = []
         for key, i in first.items():
@@ -292,7 +300,6 @@ class _Reader:
                 self.one(lines[i], base + i + 1)
             i += 1
         if routine_here:
-            counts = Counter(keys)
             for key in routine_here:
                 extra = counts[key] - processed.get(key, 0)
                 if extra:

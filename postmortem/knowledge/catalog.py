@@ -237,6 +237,15 @@ def cuda_error(key: str | int) -> Entry | None:
 _CUDA_NAME = re.compile(r"\b(cudaError[A-Z]\w{0,60}|CUDA_ERROR_[A-Z_]{2,60})\b")
 _CUDA_TEXT = re.compile(r"(?:CUDA error|CUDA driver error|CUDA Runtime Error|Cuda failure|cuda error|CUDA failure)"
                         r"(?: (?P<number>\d{1,5}))?\W{0,3}(?P<text>[^'\"\n]{1,160})")
+# Framework check macros that print cudaGetErrorString(err) after a number.  The number is the
+# cudaError_t of the runtime the program was built with (renumbered in CUDA 10.1: invalid
+# device ordinal was 10, now 101), so only the text is read.
+#   THC/cutorch THCudaCheck:  "cuda runtime error (%d) : %s at %s:%d"
+#                             "THCudaCheck FAIL file=%s line=%i error=%i : %s"
+#   Caffe CUDA_CHECK (glog):  "Check failed: error == cudaSuccess (%d vs. 0)  %s"
+_CUDA_CHECK_TEXT = re.compile(r"(?:cuda runtime error \(\d{1,5}\) :|THCudaCheck FAIL file=\S{1,200} line=\d{1,6} error=\d{1,5} :"
+                              r"|== cudaSuccess \(\d{1,5} vs\. 0\) ) {1,2}(?P<text>[^'\"\n]{1,160}?)(?: at \S{1,200}:\d{1,6})?\s*$",
+                              re.MULTILINE)
 
 
 def cuda_errors_in(line: str) -> list[Entry]:
@@ -258,6 +267,11 @@ def cuda_errors_in(line: str) -> list[Entry]:
                       if text.startswith(msg)), None)
         if e is None and m.group("number"):
             e = cuda_error(int(m.group("number")))
+        if e and e not in out:
+            out.append(e)
+    for m in _CUDA_CHECK_TEXT.finditer(line):
+        text = m.group("text").strip().rstrip(".").strip()
+        e = by_message.get(text)
         if e and e not in out:
             out.append(e)
     return out

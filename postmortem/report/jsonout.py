@@ -10,7 +10,7 @@ from typing import Any
 
 from postmortem import __version__
 from postmortem.model import Analysis, Artifact, Event, Fact, Finding, Ref, Severity, Stack
-from postmortem.report.rows import shape, shown_events, timeline_rows
+from postmortem.report.rows import row_key, shown_events, timeline_rows
 from postmortem.report.timeline_view import lane_of
 from postmortem.timeline import sort_key
 
@@ -80,14 +80,15 @@ def _cited(a: Analysis) -> set[tuple[str, int | None]]:
     return {(r.path, r.line) for f in findings for r in f.evidence}
 
 
-def listed_events(events: list[Event], cited: set) -> tuple[list[Event], int]:
-    """The events the JSON timeline lists (in order) and how many it leaves out."""
+def listed_events(events: list[Event], cited: set, keys: list[tuple] | None = None) -> tuple[list[Event], int]:
+    """The events the JSON timeline lists (in order) and how many it leaves out.  `keys`:
+    the events' row_key()s, when known."""
     if len(events) <= MAX_TIMELINE_EVENTS:
         return events, 0
     per_row: dict[tuple, int] = {}
     keep = []
-    for e in events:
-        key = (*shape(e), str(e.data.get("context") or ""))
+    for i, e in enumerate(events):
+        key = keys[i] if keys is not None else row_key(e)
         n = per_row.get(key, 0)
         per_row[key] = n + 1
         if n < MAX_EVENTS_PER_ROW or (e.ref.path, e.ref.line) in cited:
@@ -150,9 +151,10 @@ def _fields(a: Analysis) -> dict[str, Any]:
     v = a.verdict
     events = sorted(shown_events(a.case.events), key=sort_key)
     cited = _cited(a)
-    rows, rows_omitted = listed_rows(timeline_rows(events), cited)
-    listed, omitted = listed_events(events, cited)
-    del events
+    keys = [row_key(e) for e in events] if len(events) > MAX_TIMELINE_EVENTS else None  # masked once
+    rows, rows_omitted = listed_rows(timeline_rows(events, keys=keys), cited)
+    listed, omitted = listed_events(events, cited, keys)
+    del events, keys
     return {
         "schema": SCHEMA,
         "tool": {"name": "postmortem", "version": __version__},

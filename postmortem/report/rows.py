@@ -33,14 +33,22 @@ def shape(e: Event) -> tuple[str, str]:
     return e.kind, _MASK.sub("#", e.text)[:300]
 
 
-def timeline_rows(events: Iterable[Event], keep_all_severe: bool = True) -> list[dict[str, Any]]:
-    """Collapsed rows in timeline order; the events must come sorted."""
+def row_key(e: Event) -> tuple[str, str, str]:
+    """The row an event folds into: kind, masked text and context (the job's own lines never
+    fold into the history's)."""
+    return (*shape(e), str(e.data.get("context") or ""))
+
+
+def timeline_rows(events: Iterable[Event], keep_all_severe: bool = True,
+                  keys: list[tuple[str, str, str]] | None = None) -> list[dict[str, Any]]:
+    """Collapsed rows in timeline order; the events must come sorted.  `keys`: their
+    row_key()s when the caller has them already."""
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     order: list[tuple[str, str, str]] = []
     member: dict[tuple[str, str, str], tuple[set, set, set]] = {}
-    for e in events:
-        context = str(e.data.get("context") or "")
-        key = (*shape(e), context)  # the job's own lines never fold into the history's
+    for n, e in enumerate(events):
+        key = keys[n] if keys is not None else row_key(e)
+        context = key[2]
         row = rows.get(key)
         at = e.when.at.isoformat() if e.when and e.when.at else None
         if row is None:

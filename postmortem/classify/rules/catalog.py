@@ -44,6 +44,9 @@ def _hits(e: Event) -> list[catalog.Match]:
         m = catalog.match_message(text, ("kernel",))
         if m and m.entry.subsystem in _readings()["kernel"]["read_families"]:
             out.append(m)
+    if e.kind == KIND.msg_cuda_check_failed:
+        # A framework's CUDA check (THC, Caffe) on a line no parser reads: the error text.
+        return [catalog.Match(c, c.cause, c.strength, c.name) for c in catalog.cuda_errors_in(text)]
     if e.kind in (KIND.py_exception, KIND.native_terminate):
         # An exception's message runs on below its first line (ncclResult_t text, then
         # "Last error:" and the last NCCL WARN text, since NCCL 2.13).
