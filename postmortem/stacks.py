@@ -27,7 +27,7 @@ from postmortem.model import Event, Frame, Stack
 
 FRAME_LISTS = ("irrelevant", "prefix", "sentinel", "idle")
 MAX_FRAMES = 5          # prefix frames kept before the walk gives up
-NATIVE_ORIGINS = ("core", "gdb", "ucx", "c10", "backtrace_symbols", "eu-stack", "lldb")
+NATIVE_ORIGINS = ("core", "coredumpctl", "gdb", "ucx", "c10", "backtrace_symbols", "eu-stack", "lldb")
 # Events that say a process died of a signal or exit code (signals.toml `death`), however read.
 SIGNAL_KINDS = deaths("fatal_signal") | (deaths("exit") & produced_by("parser:launcher"))
 
