@@ -109,6 +109,20 @@ def _follow_the_recipe(tmp_path: Path, monkeypatch) -> None:
     assert "toy" in [cls.name for cls in parsers.PARSERS]
 
 
+def _gen(name: str):
+    """One of the doc generators under tools/docs/, loaded as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / "docs" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_formats_index_of_docs_formats_md_is_current():
+    gen = _gen("gen_formats_md")
+    current = gen.FORMATS_MD.read_text(encoding="utf-8")
+    assert gen.render(current, parsers.PARSERS) == current, "run python tools/docs/gen_formats_md.py"
+
+
 def _forget_the_toy() -> None:
     sys.modules.pop("postmortem.parsers.toy", None)
     if hasattr(parsers, "toy"):
@@ -123,6 +137,8 @@ def test_add_a_format_recipe_puts_the_toy_events_on_the_timeline(tmp_path, monke
     grammar.load.cache_clear()
     try:
         analysis = run.analyze(bundle)
+        # docs/formats.md's row for it is written from its module docstring, not by hand
+        formats_row = _gen("gen_formats_md").table(parsers.PARSERS, tmp_path)
     finally:
         grammar.load.cache_clear()   # the toy grammar must not outlive this test
         _forget_the_toy()
@@ -136,6 +152,8 @@ def test_add_a_format_recipe_puts_the_toy_events_on_the_timeline(tmp_path, monke
     assert (toys[1].when.at - toys[0].when.at).total_seconds() == 2
     # The built-in NCCL parser still read its line of the same file.
     assert any(e.kind == "nccl.init" and e.ref.line == 2 for e in analysis.case.events)
+    assert ("| `toy` | `postmortem/parsers/toy.py` | `grammars/toy.lark` |  | "
+            "Toy beacon lines (made up for tests/test_architecture.py). |") in formats_row
     artifact = next(a for a in analysis.case.artifacts if a.path == "toy.log")
     assert {"toy", "nccl"} <= set(artifact.parsers)
     assert artifact.unclaimed == 1   # line 4: our prefilter took it, our grammar did not
@@ -150,9 +168,7 @@ def test_add_a_format_recipe_kind_entry_is_a_valid_registry_entry():
     assert loaded.signals["toy.beacon"].fields == ("node", "state")
     assert "toy.beacon" not in reg.registry().signals   # the test left the real registry alone
     # docs/kinds.md's row for it is written by tools/docs/gen_kinds_md.py, not by hand
-    spec = importlib.util.spec_from_file_location("gen_kinds_md", ROOT / "tools" / "docs" / "gen_kinds_md.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+    gen = _gen("gen_kinds_md")
     assert "| `toy.beacon` | toy |  | `node`, `state` | a toy beacon: `node` (int), `state` (up, down) |" \
         in gen.table(merged)
 
