@@ -58,7 +58,10 @@ def parse_time(text: str) -> tuple[Stamp | None, str | None]:
     if not m:
         return None, None
     frac = m["frac"] or ""
-    wall = datetime.strptime(f"{m['date']} {m['time']}", "%Y-%m-%d %H:%M:%S")
+    try:
+        wall = datetime.strptime(f"{m['date']} {m['time']}", "%Y-%m-%d %H:%M:%S")
+    except ValueError:   # month 54, second 61: not a time, the line keeps no stamp
+        return None, None
     if frac:
         wall = wall.replace(microsecond=int(frac[:6].ljust(6, "0")))
     resolution = 10.0 ** -len(frac[:6]) if frac else 1.0
@@ -66,7 +69,10 @@ def parse_time(text: str) -> tuple[Stamp | None, str | None]:
     if zone in _UTC:
         return Stamp(ClockKind.WALL, wall=wall.replace(tzinfo=timezone.utc), resolution_s=resolution), zone
     if zone[0] in "+-":
-        offset = datetime.strptime(zone, "%z").tzinfo
+        try:
+            offset = datetime.strptime(zone, "%z").tzinfo
+        except ValueError:   # an offset past +-24h
+            return Stamp(ClockKind.WALL_LOCAL, wall=wall, resolution_s=resolution), zone
         return Stamp(ClockKind.WALL, wall=wall.replace(tzinfo=offset), resolution_s=resolution), zone
     return Stamp(ClockKind.WALL_LOCAL, wall=wall, resolution_s=resolution), zone
 

@@ -96,3 +96,11 @@ def test_list_signal_name_and_size_column():
     assert ev.data["signal"] == "SIGSEGV" and ev.data["signo"] == 11 and ev.data["size"] == "32.7K"
     assert ev.data["exe"].endswith("/pg_waldump/pg_waldump") and ev.pid == 89240
     assert r.unclaimed == 0
+
+
+def test_a_timestamp_that_is_no_date_keeps_no_stamp_and_raises_nothing():
+    """Found by bench/fuzz_parsers.py (fuzz/crashers/parsers/contained-coredumpctl.json)."""
+    from postmortem.parsers.coredumpctl import parse_time
+    assert parse_time("Tue 2019-54-30 18:57:16 CEST (1 day ago)") == (None, None)
+    stamp, zone = parse_time("Tue 2019-04-30 18:57:16 +9900")
+    assert zone == "+9900" and stamp.wall.tzinfo is None
