@@ -184,3 +184,12 @@ def test_the_same_failure_without_a_limit_is_one_weak_sign(tmp_path):
              ("", "    model = build()"), ("", _CPU_ALLOC_FAILED)]
     v = analyze(bundle(tmp_path, {"train.log": lines})).verdict
     assert v.cause != "host_oom" or any(t.startswith("resolve: tentative") for t in v.trace)
+
+
+def test_a_claimed_world_size_is_a_count_never_materialized():
+    """Found by the fuzz campaign (seed 42 was OOM-killed at 24 GB): an NCCL init line may claim
+    nranks 4000000000; the silent ranks are walked lazily and cut, never a set of the world."""
+    from postmortem.classify.rules.config import NAMED_SILENT_RANKS, silent_ranks
+    named = silent_ranks(4_000_000_000, {0, 1, 2}, {7})
+    assert len(named) == NAMED_SILENT_RANKS and named[:3] == [3, 4, 5] and 7 in named
+    assert silent_ranks(4, {0, 1}, set()) == [2, 3]

@@ -1,6 +1,8 @@
 """Rules whose causes are mostly the job's own setup: /dev/shm, timeouts, memory, kills."""
 from __future__ import annotations
 
+from itertools import islice
+
 import re
 
 from postmortem import signals
@@ -101,8 +103,9 @@ class CollectiveTimeout(Rule):
         # A rank that others waited for by name (the one to publish the ncclUniqueId) is silent too.
         awaited = {int(e.data["awaited"]) for e in timeouts if str(e.data.get("awaited", "")).isdecimal()} - timed_out
         world = self._world(case, timed_out)
-        silent = sorted((world - timed_out) | awaited) if timed_out else []
-        world_known_apart = bool(awaited) or (bool(world - timed_out) and (
+        silent = silent_ranks(world, timed_out, awaited) if timed_out else []
+        some_rank_silent = world > sum(1 for r in timed_out if 0 <= r < world)
+        world_known_apart = bool(awaited) or (some_rank_silent and (
             len(timed_out) >= 2 or self._world_size(case) or self._launcher_ranks(case)))
         seqs = [int(e.data["seq"]) for e in timeouts if str(e.data.get("seq", "")).isdecimal()]
         progress = [e for e in case.events if e.kind == KIND.msg_progress_bar]
@@ -158,8 +161,9 @@ class CollectiveTimeout(Rule):
         advancing = self._advancing(progress, timeouts)
         network = _network_signs(case, k)
         dead = _deaths_not_by_timeout(case, timeouts)
-        if not apart and not advancing and world and world <= timed_out and len(timed_out) >= 2:
-            trace.append(f"{self.id}: every rank of the world {sorted(world)} timed out in the same collective")
+        every_rank_timed_out = bool(world) and sum(1 for r in timed_out if 0 <= r < world) == world
+        if not apart and not advancing and every_rank_timed_out and len(timed_out) >= 2:
+            trace.append(f"{self.id}: every rank of the world (0..{world - 1}) timed out in the same collective")
             return [sign_finding(k, SIGN.timeout_all_ranks, self.id,
                                  f"{len(timeouts)} collective timeout(s) across all ranks {sorted(timed_out)}; "
                                  "no other fault found", timeouts, "timeout")]
@@ -215,12 +219,15 @@ class CollectiveTimeout(Rule):
     def _launcher_ranks(case: Case) -> set[int]:
         return {e.rank for e in case.events if e.kind == KIND.launcher_child_failed and e.rank is not None}
 
-    def _world(self, case: Case, timed_out: set[int]) -> set[int]:
+    def _world(self, case: Case, timed_out: set[int]) -> int:
+        """How many ranks the job had: NCCL's nranks, else one past the highest rank seen.
+        A count, never the ranks themselves: the number is bundle text (a line may claim
+        nranks 4000000000)."""
         size = self._world_size(case)
         if size:
-            return set(range(size))
+            return size
         ranks = self._launcher_ranks(case) | timed_out
-        return set(range(max(ranks) + 1)) if ranks else set()
+        return max(ranks) + 1 if ranks else 0
 
     @staticmethod
     def _dumps(case: Case) -> tuple[list[Stack], list[Stack]]:
@@ -231,6 +238,17 @@ class CollectiveTimeout(Rule):
         waiting = [s for s, w in zip(dumps, waits) if w]
         busy = [s for s, w in zip(dumps, waits) if not w]  # not `s not in waiting`: quadratic in ranks
         return busy, waiting
+
+# At most this many silent ranks are named; more would say nothing a count does not.
+NAMED_SILENT_RANKS = 256
+
+
+def silent_ranks(world: int, timed_out: set[int], awaited: set[int]) -> list[int]:
+    """The world's ranks that never reported a timeout (plus those others waited for by
+    name), walked lazily and cut at NAMED_SILENT_RANKS whatever the claimed world size."""
+    others = (r for r in range(world) if r not in timed_out)
+    return sorted(set(islice(others, NAMED_SILENT_RANKS)) | awaited)
+
 
 def _network_signs(case: Case, k) -> list[Event]:
     """Events that say the transport failed: NCCL WARNs and error chains, IB port events,
