@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from itertools import islice
 from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable
@@ -272,11 +271,14 @@ def _match_group(pg: str, views: dict[int, _RankView], traces: list[RankTrace], 
     lowest = min(v.first for v in views.values())
     desyncs = _desyncs(lowest, frontier, views, calls)
     last_all = None
-    for s in range(frontier, lowest - 1, -1):
+    # Only numbers some rank recorded: the dump's numbers are bundle data, and a gap of 10**12
+    # between two of them must not be walked.
+    present = _present_seqs(views)
+    for s in reversed(present):
         if all(v.trace.done[i] == 2 if (i := v.row(s)) >= 0 else False for v in views.values()):
             last_all = s
             break
-    seen = list(islice((s for s in range(frontier, lowest - 1, -1) if any(s in v for v in views.values())), SHOWN_SEQS))
+    seen = present[-SHOWN_SEQS:][::-1]
     bad = {(d.seq, d.rank): d for d in desyncs}
     rows = tuple(_row(s, expected, views, dumped_all, bad) for s in reversed(seen))
     behind = tuple(_behind(r, views[r]) for r in sorted(views) if views[r].last < frontier)
@@ -293,18 +295,23 @@ def _entry(v: _RankView, seq: int) -> FrEntry:
     return v.trace.entry(v.row(seq))
 
 
+def _present_seqs(views: dict[int, _RankView]) -> list[int]:
+    """Every sequence number some rank recorded, ascending."""
+    return sorted(set().union(*(v.seqs for v in views.values())))
+
+
 def _suspect_seqs(lowest: int, frontier: int, views: dict[int, _RankView]) -> list[int]:
     """Sequence numbers where some rank's call differs from the first rank's: whole runs of
     numbers are compared as arrays (C speed); only differing runs are walked one by one."""
     ref = next(iter(views.values()))
     if not ref.contiguous:
-        return list(range(lowest, frontier + 1))
+        return _present_seqs(views)
     out: set[int] = set()
     for v in views.values():
         if v is ref:
             continue
         if not v.contiguous:
-            return list(range(lowest, frontier + 1))
+            return _present_seqs(views)
         lo, hi = max(v.first, ref.first), min(v.last, ref.last)
         if lo > hi:
             continue
