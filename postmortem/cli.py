@@ -132,6 +132,9 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     a.add_argument("--no-time-limit", action="store_true", help="read the whole bundle however long it takes")
     a.add_argument("--allow-hardlinks", action="store_true",
                    help="read bundle files that have more than one hard link (refused by default)")
+    a.add_argument("--jobs", type=_jobs, default=0, metavar="N",
+                   help="processes reading a big folder bundle's files (default 0: one per core; "
+                        "1: this process only); the result is the same")
     a.add_argument("-q", "--quiet", action="store_true",
                    help="print only problems: one verdict line and the artifacts that could not be read")
     a.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
@@ -261,7 +264,7 @@ def _knowledge_errors(rules: list[Path]) -> None:
 
 
 def _analyze(bundle: Path, rules: list[Path], tz: str | None = None, use_gdb: bool = False,
-             time_limit: float | None = None, allow_hardlinks: bool = False):
+             time_limit: float | None = None, allow_hardlinks: bool = False, jobs: int = 1):
     from postmortem.bundle import BundleError
     from postmortem.run import Options, analyze
 
@@ -271,9 +274,19 @@ def _analyze(bundle: Path, rules: list[Path], tz: str | None = None, use_gdb: bo
     try:
         with _progress(f"analysing {bundle.name or bundle}"):
             return analyze(bundle, Options(tz=tz, rules=tuple(rules), use_gdb=use_gdb, time_limit=time_limit,
-                                           allow_hardlinks=allow_hardlinks))
+                                           allow_hardlinks=allow_hardlinks, jobs=jobs))
     except BundleError as exc:
         raise UsageError(str(exc)) from exc
+
+
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError("must be 0 (one per core) or more")
+    return n
 
 
 PROGRESS_AFTER_S = 1.0   # analyses shorter than this print nothing extra
@@ -324,7 +337,7 @@ def cmd_analyze(args) -> int:
     if args.json == "-" and args.markdown == "-":
         raise UsageError("--json - and --markdown - would both go to stdout: send one of them to a file")
     analysis = _analyze(args.bundle, args.rules, args.tz, args.gdb, None if args.no_time_limit else args.time_limit,
-                        args.allow_hardlinks)
+                        args.allow_hardlinks, args.jobs)
     # The analysis is millions of acyclic objects kept until exit: left in the collector's
     # generations, every collection the renderers trigger would walk them all again.
     gc.freeze()

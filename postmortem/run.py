@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from postmortem import bundle, knowledge, scan, timeline
+from postmortem import bundle, knowledge, parallel, scan, timeline
 from postmortem.budget import Budget, Meter
 from postmortem.classify import classify
 from postmortem.model import Analysis, Artifact, ArtifactStatus, Case
@@ -34,6 +34,9 @@ class Options:
     budget: Budget = Budget()                  # sizes and counts one bundle may cost
     allow_hardlinks: bool = False              # read files with more than one hard link
     clock: Callable[[], float] = time.monotonic  # for the time limit (tests pass a fake clock)
+    # Worker processes reading a big folder bundle's files (parallel.py): 1 = this process
+    # only (the library's default: triage already runs one analysis per core), 0 = one per core.
+    jobs: int = 1
 
 
 @dataclass
@@ -63,22 +66,31 @@ def _analyze(path: Path, options: Options) -> Analysis:
     meter = Meter(options.budget, options.time_limit, options.clock)
     entries, skipped = bundle.open_bundle(path, meter, options.allow_hardlinks)
     got = _Collected(artifacts=list(skipped), meter=meter)
-    for entry in entries:
-        if meter.out_of_time():
-            got.artifacts.append(Artifact(path=entry.path, kind="unread", status=ArtifactStatus.SKIPPED,
-                                          message=f"not read: {meter.stopped}", size=entry.size,
-                                          host=entry.host, mtime=entry.mtime))
-            continue
-        if options.progress:
-            options.progress(entry.path)
-        got.artifacts.append(_noted(entry, _read_entry(entry, got, options, k)))
-        meter.events = len(got.events)
+    first = 0
+    jobs = parallel.auto_jobs() if options.jobs == 0 else options.jobs
+    if parallel.worth_it(entries, jobs, meter):  # several cores, the same result (parallel.py)
+        first = parallel.read_entries(entries, got, options, k, jobs, _read_one)
+    for entry in entries[first:]:
+        _read_one(entry, got, options, k)
     events = tuple(got.events)
     artifacts = tuple(sorted(got.artifacts, key=lambda a: a.path))
     case = Case(bundle.bundle_name(path), events, tuple(got.stacks), tuple(got.facts), artifacts)
     placed = timeline.place(case, tz=options.tz)
     verdict = classify(placed.case, k)
     return Analysis(placed.case, verdict, placed.notes, placed.hosts, tuple(meter.notes))
+
+
+def _read_one(entry: bundle.Entry, got: _Collected, options: Options, k) -> None:
+    meter = got.meter
+    if meter.out_of_time():
+        got.artifacts.append(Artifact(path=entry.path, kind="unread", status=ArtifactStatus.SKIPPED,
+                                      message=f"not read: {meter.stopped}", size=entry.size,
+                                      host=entry.host, mtime=entry.mtime))
+        return
+    if options.progress:
+        options.progress(entry.path)
+    got.artifacts.append(_noted(entry, _read_entry(entry, got, options, k)))
+    meter.events = len(got.events)
 
 
 def _noted(entry: bundle.Entry, art: Artifact) -> Artifact:

@@ -1,0 +1,230 @@
+"""Reading a big bundle's files on several cores, with the result of reading them in one.
+
+A 512-rank NCCL_DEBUG=INFO bundle is 512 files that can be read independently: a pool of
+worker processes reads contiguous groups of them, in the order of the bundle, each group
+exactly as run.py reads files one after another (its own Sink numbering from 0, its own
+meter); the parent merges the groups in order, giving events the numbers the single
+process would have given (an offset per group: numbers consumed by a group are counted,
+not guessed).  Reading in one process and reading here give the same artifacts, events
+(order, lines, counts, data, seq), stacks, facts and notes (tests/test_parallel.py).
+
+Why `fork`: a worker needs the bundle's entries (openers on descriptors of the bundle's
+folder, which cannot be pickled), the loaded knowledge and the compiled patterns; forked,
+it starts in about 10 ms with all of them, where `spawn` or `forkserver` would import and
+load everything again (~0.25 s per worker, as much as the whole gain on a 140 MB bundle).
+The worker touches no lock another thread of the parent could hold (its stdout and stderr
+are /dev/null, it logs nothing) and exits with the pool.  Where `fork` does not exist the
+bundle is read in one process.
+
+Budgets stay exact: a group is taken only if, merged in order, it stays within the bundle's
+byte and event budgets and its worker did not stop on one; otherwise the pool is dropped
+and the rest is read in this process, as it would have been.  The time limit is kept by
+the workers (they check the same monotonic clock) and by the parent, which kills the
+workers when they overrun it; the files not read then say so.  A worker that dies (killed,
+out of memory) or fails outside the per-artifact guard makes the rest be read in this
+process: every artifact still gets its own clear message, never a traceback.
+"""
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+import signal
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Callable
+
+from postmortem.budget import Meter
+from postmortem.model import Event, Ref, Severity
+
+# Folder bundles at least this big (sum of the sizes of their files) are read by a pool;
+# below, process start and result transfer cost more than a second core gives back
+# (bench/scale_bench.py --jobs-threshold measured the crossing; see README "Measured").
+MIN_BYTES = 24 << 20
+GROUPS_PER_JOB = 6           # groups per worker: small enough to balance, big enough to amortise
+GRACE_S = 5.0                # a worker past the time limit by this much is killed
+
+_SEVERITY = {s.value: s for s in Severity}
+
+
+def auto_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def worth_it(entries: list, jobs: int, meter: Meter) -> bool:
+    """A pool only for several files of a folder bundle, big enough together, within the
+    byte budget as sized on disk, where `fork` exists and the clock is the real one."""
+    if jobs < 2 or len(entries) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    if any(e.disk_path is None or e.size is None for e in entries):
+        return False  # archive members share one file object: read in one process
+    total = sum(e.size for e in entries)
+    return total >= MIN_BYTES and meter.bytes + total <= meter.budget.bytes and meter.clock is time.monotonic
+
+
+def groups(sizes: list[int], jobs: int) -> list[tuple[int, int]]:
+    """Contiguous (start, stop) ranges of about equal bytes, GROUPS_PER_JOB per worker."""
+    want = max(1, min(len(sizes), jobs * GROUPS_PER_JOB))
+    target = sum(sizes) / want
+    out, start, have = [], 0, 0
+    for i, size in enumerate(sizes):
+        have += size
+        if have >= target and len(out) < want - 1:
+            out.append((start, i + 1))
+            start, have = i + 1, 0
+    if start < len(sizes):
+        out.append((start, len(sizes)))
+    return out
+
+
+# -- the worker side -------------------------------------------------------------------------
+
+_STATE: tuple | None = None  # (entries, options, k, read_one, meter) for forked workers
+
+
+def _quiet() -> None:
+    """A worker: Ctrl-C is the parent's business; nothing of it reaches the terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    devnull = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the worker
+    sys.stdout = sys.stderr = devnull
+
+
+def _encode(events: list[Event]) -> list[tuple]:
+    """Events as plain tuples: pickling frozen slotted dataclasses is 4x slower."""
+    return [(e.kind, e.text, e.ref.path, e.ref.line, e.ref.offset, e.ref.text, e.ref.record, e.severity.value,
+             e.stamp, e.host, e.pid, e.tid, e.rank, e.data, e.when, e.seq) for e in events]
+
+
+def _read_group(start: int, stop: int, bytes_before: int) -> tuple:
+    from postmortem.run import _Collected
+
+    entries, options, k, read_one, parent_meter = _STATE  # type: ignore[misc]
+    meter = Meter(parent_meter.budget, parent_meter.time_limit, parent_meter.clock)
+    meter.started, meter.bytes = parent_meter.started, bytes_before
+    numbering = itertools.count()
+    got = _Collected(numbering=numbering, meter=meter)
+    got.line_classes = _classes()
+    per_entry = []
+    for entry in entries[start:stop]:
+        marks = (len(got.events), len(got.stacks), len(got.facts), len(got.artifacts), meter.bytes)
+        read_one(entry, got, options, k)
+        per_entry.append((got.artifacts[marks[3]:], _encode(got.events[marks[0]:]), got.stacks[marks[1]:],
+                          got.facts[marks[2]:], meter.bytes - marks[4]))
+    return per_entry, next(numbering), meter.notes, meter.stopped
+
+
+_CLASSES: dict[str, int] = {}
+
+
+def _classes() -> dict[str, int]:
+    """One class cache per worker, kept across its groups (scan.scan_text's `shared`)."""
+    return _CLASSES
+
+
+# -- the parent side -------------------------------------------------------------------------
+
+def _decode(rows: list[tuple], base: int) -> list[Event]:
+    sev = _SEVERITY
+    return [Event(kind, text, Ref(path, line, offset, rtext, record), sev[severity], stamp, host, pid, tid, rank,
+                  data, when, base + seq)
+            for (kind, text, path, line, offset, rtext, record, severity, stamp, host, pid, tid, rank, data, when, seq)
+            in rows]
+
+
+def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable) -> int:
+    """Read `entries` into `got` with `jobs` worker processes, in the bundle's order; returns
+    the index of the first entry not read (the caller reads the rest in this process)."""
+    global _STATE
+    meter: Meter = got.meter
+    spans = groups([e.size for e in entries], jobs)
+    _STATE = (entries, _without_progress(options), k, read_one, meter)
+    _CLASSES.clear()
+    _CLASSES.update(got.line_classes)
+    executor = ProcessPoolExecutor(max_workers=min(jobs, len(spans)), mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_quiet)
+    done_to = 0
+    killed = False
+    try:
+        expected = meter.bytes
+        futures = []
+        for start, stop in spans:
+            futures.append(executor.submit(_read_group, start, stop, expected))
+            expected += sum(e.size for e in entries[start:stop])
+        for (start, stop), future in zip(spans, futures):
+            try:
+                per_entry, used, notes, stopped = future.result(timeout=_wait_s(meter))
+            except TimeoutError:
+                meter.out_of_time()  # past the limit: the workers overran it
+                _kill(executor)
+                killed = True
+                return start
+            except Exception:  # noqa: BLE001 - a dead worker or a failure outside the artifact guard
+                _kill(executor)
+                killed = True
+                return start
+            events = sum(len(r[1]) for r in per_entry)
+            bytes_read = sum(r[4] for r in per_entry)
+            budget_stop = stopped is not None and not stopped.startswith("time limit")
+            if budget_stop or len(got.events) + events > meter.budget.events \
+                    or meter.bytes + bytes_read > meter.budget.bytes:
+                _kill(executor)  # a budget reached inside the group: read it as one process would
+                killed = True
+                return start
+            base = _advance(got)
+            for entry, (artifacts, rows, stacks, facts, nbytes) in zip(entries[start:stop], per_entry):
+                if options.progress:
+                    options.progress(entry.path)
+                got.artifacts.extend(artifacts)
+                got.events.extend(_decode(rows, base))
+                got.stacks.extend(stacks)
+                got.facts.extend(facts)
+                meter.bytes += nbytes
+            meter.events = len(got.events)
+            got.numbering = itertools.count(base + used)
+            for note in notes:
+                meter.note(note)
+            if stopped is not None:  # the time limit, reached inside the group
+                meter.stop(stopped)
+                _kill(executor)
+                killed = True
+                return stop
+            done_to = stop
+        return done_to
+    finally:
+        _STATE = None
+        if not killed:
+            executor.shutdown(wait=True)
+
+
+def _advance(got) -> int:
+    """The next number of got's numbering, consumed: the group's numbers start there."""
+    base = next(got.numbering)
+    got.numbering = itertools.count(base)
+    return base
+
+
+def _wait_s(meter: Meter) -> float | None:
+    if meter.time_limit is None:
+        return None
+    return max(0.0, meter.time_limit - (meter.clock() - meter.started)) + GRACE_S
+
+
+def _kill(executor: ProcessPoolExecutor) -> None:
+    """Stop the workers now and reap them: no orphan keeps reading after the analysis."""
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    for p in processes:
+        if p.is_alive():
+            p.kill()
+    executor.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        p.join(5)
+
+
+def _without_progress(options):
+    import dataclasses
+
+    return dataclasses.replace(options, progress=None) if options.progress else options
