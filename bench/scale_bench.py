@@ -16,9 +16,12 @@ Every bundle is built in a temporary folder from real NCCL lines of the fixtures
 * oneline: a bundle of one NCCL line;
 * startup: `postmortem --help` against `python -c pass`.
 
-Each figure is the real command (`postmortem analyze BUNDLE --html - --json FILE -q`) in a
-child process, timed side by side with `grep -rcE` for 5 tokens over the same files in the
-same run; peak RSS is the child's (os.wait4).  Medians of --repeat runs.  Prints figures;
+Each figure is the real command (`postmortem analyze BUNDLE --html - --json FILE -q
+--jobs J`, J = 0: one process per core, and J = 1: one process) in a child process, timed
+side by side with `grep -rcE` for 5 tokens over the same files in the same run, the three
+commands interleaved; CPU is user + system of the child and its workers (GNU time), peak
+RSS the largest single process, "tree" the sampled sum over the parent and its workers.
+Medians of --repeat runs; the load average is printed with each row.  Prints figures;
 asserts nothing.
 """
 from __future__ import annotations
@@ -111,17 +114,52 @@ def build_oneline(into: Path) -> int:
     return len(text)
 
 
+def _tree_rss_kb(pid: int) -> int:
+    """Resident KiB of a process and all its descendants now (shared pages counted in each)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+LAST_TREE_MIB = 0.0   # the last run's sampled peak of the process tree (parent + workers), MiB
+
+
 def run(cmd: list[str], cwd: Path) -> tuple[float, float, float, bytes]:
     """(wall seconds, CPU seconds, peak RSS MiB, output) of one child process.  GNU time
     measures the child: os.wait4's ru_maxrss can carry the parent's high-water mark
-    into a child started with vfork."""
+    into a child started with vfork.  CPU includes the worker processes (reaped children
+    count in their parent's rusage); peak RSS is the largest single process, and
+    LAST_TREE_MIB the sum over the tree, sampled every 20 ms."""
+    global LAST_TREE_MIB
     stats = cwd / ".time"
     timed = ["/usr/bin/time", "-o", str(stats), "-f", "%U %S %M"] + cmd if Path("/usr/bin/time").exists() else cmd
     t0 = time.perf_counter()
-    proc = subprocess.Popen(timed, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    out = proc.stdout.read()  # type: ignore[union-attr]
+    proc = subprocess.Popen(timed, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = [0]
+
+    def sample() -> None:
+        while proc.poll() is None:
+            peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
+            time.sleep(0.02)
+
+    import threading
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out = proc.stderr.read()  # type: ignore[union-attr]
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
+    sampler.join()
+    LAST_TREE_MIB = peak[0] / 1024
     if timed is cmd:
         return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out
     user, system, rss_kb = stats.read_text().split()[-3:]
@@ -129,31 +167,60 @@ def run(cmd: list[str], cwd: Path) -> tuple[float, float, float, bytes]:
 
 
 def median_run(cmd: list[str], cwd: Path, repeat: int) -> tuple[float, float, float, bytes]:
-    runs = [run(cmd, cwd) for _ in range(repeat)]
+    global LAST_TREE_MIB
+    runs, trees = [], []
+    for _ in range(repeat):
+        runs.append(run(cmd, cwd))
+        trees.append(LAST_TREE_MIB)
+    LAST_TREE_MIB = max(trees)
     return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs),
             max(r[2] for r in runs), runs[-1][3])
 
 
-def analyze_vs_grep(name: str, bundle: Path, size: int, repeat: int, tmp: Path) -> dict:
-    out_json = tmp / f"{name}.json"
-    pm_cmd = PM + ["analyze", str(bundle), "--html", "-", "--json", str(out_json), "-q"]
+def interleaved(cmds: list[list[str]], cwd: Path, repeat: int) -> list[tuple[float, float, float, float, bytes]]:
+    """Each command run `repeat` times, round-robin (a change of load hits all alike):
+    per command the median wall and CPU, the largest peak RSS and tree RSS, the last output."""
+    runs: list[list] = [[] for _ in cmds]
+    for _ in range(repeat):
+        for i, cmd in enumerate(cmds):
+            wall, cpu, rss, out = run(cmd, cwd)
+            runs[i].append((wall, cpu, rss, LAST_TREE_MIB, out))
+    return [(statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs), max(r[2] for r in rs),
+             max(r[3] for r in rs), rs[-1][4]) for rs in runs]
+
+
+def analyze_vs_grep(name: str, bundle: Path, size: int, repeat: int, tmp: Path, jobs: tuple[int, ...] = (0, 1)) -> dict:
+    """grep and `analyze --jobs J` for each J (0: one per core), interleaved in one run."""
     grep_cmd = ["grep", "-rcE", GREP_TOKENS, str(bundle)]
-    t_grep, c_grep, _, _ = median_run(grep_cmd, tmp, repeat)
-    t_pm, c_pm, rss, out = median_run(pm_cmd, tmp, repeat)
-    verdict = json.loads(out_json.read_text()) if out_json.exists() else {}
-    v = verdict.get("verdict", {})
-    cited = [f"{r.get('artifact')}:{r.get('line')}" for r in v.get("evidence", [])[:1]]
-    row = {"bundle": name, "MB": size / 1e6, "pm_s": t_pm, "grep_s": t_grep, "ratio": t_pm / t_grep,
-           "pm_cpu": c_pm, "grep_cpu": c_grep, "cpu_ratio": c_pm / max(c_grep, 0.01),
-           "rss_MiB": rss, "MB_s": size / 1e6 / t_pm, "category": v.get("category"), "cause": v.get("cause"),
-           "cited": cited[0] if cited else "", "json_MB": out_json.stat().st_size / 1e6 if out_json.exists() else 0}
-    print(f"{name:9} {row['MB']:8.1f} MB  postmortem {t_pm:7.2f} s ({row['MB_s']:6.1f} MB/s)  "
-          f"grep {t_grep:6.3f} s  ratio {row['ratio']:7.1f}x  (CPU {c_pm:6.2f} s vs {c_grep:5.2f} s: "
-          f"{row['cpu_ratio']:6.1f}x)  peak RSS {rss:6.0f} MiB  "
-          f"json {row['json_MB']:.1f} MB  verdict {row['category']}/{row['cause']}  {row['cited']}", flush=True)
-    if not out_json.exists():
-        print(out.decode(errors="replace")[-2000:])
+    pm_cmds = [PM + ["analyze", str(bundle), "--html", "-", "--json", str(tmp / f"{name}-{j}.json"), "-q",
+                     "--jobs", str(j)] for j in jobs]
+    results = interleaved([grep_cmd] + pm_cmds, tmp, repeat)
+    t_grep, c_grep = results[0][0], results[0][1]
+    row: dict = {"bundle": name, "MB": size / 1e6, "grep_s": t_grep, "grep_cpu": c_grep}
+    load = os.getloadavg()[0]
+    for j, (t_pm, c_pm, rss, tree, out) in zip(jobs, results[1:]):
+        out_json = tmp / f"{name}-{j}.json"
+        verdict = json.loads(out_json.read_text()) if out_json.exists() else {}
+        v = verdict.get("verdict", {})
+        cited = [f"{r.get('artifact')}:{r.get('line')}" for r in v.get("evidence", [])[:1]]
+        row[j] = {"pm_s": t_pm, "ratio": t_pm / t_grep, "pm_cpu": c_pm, "cpu_ratio": c_pm / max(c_grep, 0.01),
+                  "rss_MiB": rss, "tree_MiB": tree, "category": v.get("category"), "cause": v.get("cause"),
+                  "cited": cited[0] if cited else ""}
+        label = f"--jobs {j}" + (f" ({_cores()} cores)" if j == 0 else "")
+        print(f"{name:9} {size / 1e6:7.1f} MB  {label:17} wall {t_pm:6.2f} s vs grep {t_grep:6.3f} s = "
+              f"{t_pm / t_grep:6.1f}x   CPU {c_pm:6.2f} s vs grep {c_grep:5.2f} s = {c_pm / max(c_grep, 0.01):6.1f}x   "
+              f"peak RSS {rss:5.0f} MiB (tree {tree:5.0f})   verdict {v.get('category')}/{v.get('cause')} "
+              f"{row[j]['cited']}   load {load:.1f}", flush=True)
+        if not out_json.exists():
+            print(out.decode(errors="replace")[-2000:])
     return row
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def startup(repeat: int, tmp: Path) -> None:

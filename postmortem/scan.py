@@ -31,7 +31,7 @@ from typing import Iterable, Iterator
 
 from postmortem import bundle, knowledge
 from postmortem.budget import Meter
-from postmortem.parsers import _SEEN_CAP, PARSERS, TextResult, _offer, _safely, _wants
+from postmortem.parsers import _SEEN_CAP, PARSERS, TextResult, _feed, _is_busy, _offer, _safely, _wants
 from postmortem.parsers.base import Line, Sink
 from postmortem.parsers.messages import MessageMatcher
 from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain
@@ -152,6 +152,26 @@ class _Reader:
         if self.matcher.feed(line):
             self.used.add(self.matcher.name)
         return claimed_by
+
+    def quick(self, raw: str, no: int, kind: int):
+        """`one` for a routine or context line while no parser is inside a block: its class
+        says what `one` would find (the line is not wrapped, only the NCCL parser wants a
+        routine line, no parser wants a context line), so the wrapper strip and the other
+        parsers' prefilters are skipped."""
+        line = Line(self.path, no, raw, raw, self.host)
+        claimed = None
+        if kind == ROUTINE:
+            nccl = self.nccl
+            if _feed(self.sink, nccl, line):
+                self.used.add(nccl.name)
+                if _is_busy(self.sink, nccl):
+                    self.in_block[:] = [nccl]
+                claimed = nccl
+            else:
+                self.unclaimed += 1
+        if self.matcher.feed(line):  # a routine line may carry a context message (a version)
+            self.used.add(self.matcher.name)
+        return claimed
 
     def line_by_line(self, lines: list[str], base: int) -> None:
         repeats, seen = self.repeats, self.seen
@@ -286,7 +306,7 @@ class _Reader:
                 processed[key] = processed.get(key, 0) + 1
                 nccl.repeat_target = None
                 matcher.repeat_targets = []
-                claimed = self.one(lines[i], base + i + 1)
+                claimed = self.one(lines[i], base + i + 1) if self.in_block else self.quick(lines[i], base + i + 1, kind)
                 if key in targets:
                     pass
                 elif kind == CONTEXT or claimed is nccl:

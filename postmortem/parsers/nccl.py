@@ -71,6 +71,21 @@ _MAX_LISTED = 64  # pids kept on a collapsed INFO event
 
 
 @functools.lru_cache(maxsize=1024)
+def _plain_shape(msg: str) -> str | None:
+    """The shape of an unstructured INFO message, None for one that is structured (a chain
+    link, a channel, an Init/network/version line, an abort).  Every rank prints the same
+    messages: each is looked at once (the messages are bounded by the line cap)."""
+    if " -> " in msg or msg.startswith("Channel ") or _GRAMMAR_WORTHY.match(msg) or _ABORT.search(msg):
+        return None
+    return _SHAPE.sub("#", msg)
+
+
+@functools.lru_cache(maxsize=1024)
+def _shape(msg: str) -> str:
+    return _SHAPE.sub("#", msg)
+
+
+@functools.lru_cache(maxsize=1024)
 def _stamp(ts: str | None) -> Stamp | None:
     """The 2.26+ strftime prefix (default `%F %T`, local time, no zone)."""
     if not ts:
@@ -252,9 +267,10 @@ class NcclParser(LineParser):
     def _repeat_of_plain_info(self, key: tuple, m: re.Match, msg: str) -> bool:
         """The hot path of a big INFO bundle: another rank repeating an unstructured INFO
         line already seen.  Counted without building anything (see _plain_info)."""
-        if " -> " in msg or msg.startswith("Channel ") or _GRAMMAR_WORTHY.match(msg) or _ABORT.search(msg):
+        if not self._plain:
             return False
-        seen = self._plain.get(_SHAPE.sub("#", msg))
+        shape = _plain_shape(msg)
+        seen = self._plain.get(shape) if shape is not None else None
         if seen is None:
             return False
         self._end_chain(key)
@@ -272,7 +288,7 @@ class NcclParser(LineParser):
         thing on every rank: the first line of each shape becomes an event, and the
         ranks that repeat it only add to its `count` and `pids` (a 512-rank bundle has
         millions of them; the timeline would collapse them anyway)."""
-        shape = _SHAPE.sub("#", msg)
+        shape = _shape(msg)
         seen = self._plain.get(shape)
         if seen is not None:
             seen["count"] += 1
