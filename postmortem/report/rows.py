@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from itertools import compress
-from operator import attrgetter, itemgetter
+from itertools import compress, repeat
+from operator import attrgetter, itemgetter, methodcaller, not_
 from typing import Any, Iterable, Sequence
 
 from postmortem.model import Event
@@ -26,31 +26,23 @@ _TEXT_CUT = 300
 # digit 1-9 alike: a text with 2-9 written as 1 masks to the same row text.  Many texts
 # differ only in such digits (ranks, pids, addresses), so they are masked once.
 _ONE_FOR_DIGITS = bytes.maketrans(b"23456789", b"11111111")
-_SEQ = attrgetter("seq")
+_SEQ, _KIND, _WHEN = attrgetter("seq"), attrgetter("kind"), attrgetter("when")
+_CONTEXT = methodcaller("get", "context")
 
 
 def shown_events(events: Iterable[Event]) -> list[Event]:
     """Events as a timeline shows them: a known-message event (`msg.*`) on a line that a
     format parser also read is the same line twice, so only the parser's event stays."""
     events = list(events)
-    kinds = list(map(attrgetter("kind"), events))
-    messages = [i for i, k in enumerate(kinds) if k.startswith("msg.")]
-    if not messages:
-        return events
-    paths = {events[i].ref.path for i in messages}
     parsed: dict[str, set[int]] = {}  # path -> lines; no tuple per event (big bundles)
-    for e, k in zip(events, kinds):
-        ref = e.ref
-        if ref.line is not None and ref.path in paths and not k.startswith("msg."):
-            lines = parsed.get(ref.path)
+    for e in events:
+        if e.ref.line is not None and not e.kind.startswith("msg."):
+            lines = parsed.get(e.ref.path)
             if lines is None:
-                lines = parsed[ref.path] = set()
-            lines.add(ref.line)
-    if not parsed:
-        return events
+                lines = parsed[e.ref.path] = set()
+            lines.add(e.ref.line)
     empty: set[int] = set()
-    hidden = {i for i in messages if events[i].ref.line in parsed.get(events[i].ref.path, empty)}
-    return [e for i, e in enumerate(events) if i not in hidden] if hidden else events
+    return [e for e in events if not (e.kind.startswith("msg.") and e.ref.line in parsed.get(e.ref.path, empty))]
 
 
 def timeline_order(events: Iterable[Event]) -> list[Event]:
@@ -58,11 +50,10 @@ def timeline_order(events: Iterable[Event]) -> list[Event]:
     timed events first by (time, seq), then the untimed ones by seq."""
     from postmortem.timeline import sort_key
 
-    timed, untimed = [], []
-    for e in events:
-        (timed if e.when is not None and e.when.at is not None else untimed).append(e)
-    timed.sort(key=sort_key)
-    untimed.sort(key=_SEQ)
+    events = list(events)
+    has_time = [w is not None and w.at is not None for w in map(_WHEN, events)]
+    timed = sorted(compress(events, has_time), key=sort_key)
+    untimed = sorted(compress(events, map(not_, has_time)), key=_SEQ)
     return timed + untimed
 
 
@@ -86,10 +77,9 @@ def masked_texts(texts: Sequence[str]) -> list[str]:
 
 def row_keys(events: Sequence[Event]) -> list[tuple[str, str, str]]:
     """row_key() of each event, column by column."""
-    kinds = list(map(attrgetter("kind"), events))
-    contexts = [d.get("context") for d in map(attrgetter("data"), events)]
-    contexts = [str(c) if c else "" for c in contexts]
-    return list(zip(kinds, masked_texts(list(map(attrgetter("text"), events))), contexts))
+    contexts = list(map(_CONTEXT, map(attrgetter("data"), events)))
+    contexts = [str(c) if c else "" for c in contexts] if any(contexts) else repeat("")
+    return list(zip(map(_KIND, events), masked_texts(list(map(attrgetter("text"), events))), contexts))
 
 
 @dataclass
@@ -150,7 +140,7 @@ def _digest(events: Sequence[Event]) -> Digest:
     members: list[list[int]] = [[] for _ in numbers]
     for i, r in enumerate(row_of):
         members[r].append(i)
-    timed = sum(1 for e in shown if e.when is not None and e.when.at is not None)
+    timed = sum(1 for w in map(_WHEN, shown) if w is not None and w.at is not None)
     return Digest(shown, row_of, list(numbers), members, timed)
 
 
