@@ -42,8 +42,9 @@ def _hits(e: Event) -> list[catalog.Match]:
         m = catalog.match_message(text, ("kernel",))
         if m and m.entry.subsystem in _readings()["kernel"]["read_families"]:
             out.append(m)
-    if e.kind == KIND.msg_cuda_check_failed:
-        # A framework's CUDA check (THC, Caffe) on a line no parser reads: the error text.
+    if e.kind in _CUDA_LINE_KINDS:
+        # A framework's CUDA check (THC, Caffe, darknet) or a line naming a cudaError_t /
+        # CUresult, on a line no parser reads: the error text or name.
         return [catalog.Match(c, c.cause, c.strength, c.name) for c in catalog.cuda_errors_in(text)]
     if e.kind in (KIND.py_exception, KIND.native_terminate):
         # An exception's message runs on below its first line (ncclResult_t text, then
@@ -67,6 +68,7 @@ def _hits(e: Event) -> list[catalog.Match]:
     return out
 
 
+_CUDA_LINE_KINDS = frozenset({KIND.msg_cuda_check_failed, KIND.msg_cuda_error, KIND.msg_cuda_error_named})
 _NCCL_RESULT = re.compile(r"\b(nccl(?:Unhandled\w{1,20}|Invalid\w{1,20}|Remote|System|Internal)(?:Error|Usage|Argument)?)\b")
 _LAST_ERROR = re.compile(r"Last error:\s*\n\s*(.{4,400})")
 
