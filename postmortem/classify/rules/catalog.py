@@ -12,10 +12,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-import tomllib
 from collections import defaultdict
-from importlib import resources
 
+from postmortem import knowledge
 from postmortem.classify.rules.base import Rule, _repeat, sign_finding
 from postmortem.knowledge import catalog
 from postmortem.knowledge.registry import KIND, catalog_signal
@@ -26,8 +25,7 @@ _PATTERN_KINDS_PREFIX = "msg."  # kinds message patterns emit: their lines are t
 
 @functools.lru_cache(maxsize=None)
 def _readings() -> dict:
-    text = resources.files("postmortem.knowledge").joinpath("catalogs", "readings.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    return knowledge.source("catalogs/readings.toml")
 
 
 def _hits(e: Event) -> list[catalog.Match]:
