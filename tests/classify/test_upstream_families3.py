@@ -88,3 +88,33 @@ def test_device_mismatch_raised_in_library_code_is_not_claimed_as_the_jobs(tmp_p
 def test_watchdog_timeout_is_read_whatever_fields_the_work_prints(tmp_path, work):
     a = _analysis(tmp_path, "stderr.txt", f"[Rank 2] Watchdog caught collective operation timeout: {work} ran for 645901 milliseconds")
     assert any(e.kind == KIND.msg_watchdog_timeout for e in a.case.events)
+
+
+# Container runtime refusals, formatted as their sources print them inside Docker's hook error:
+# libnvidia-container src/cli/configure.c warnx("device error: %s") / warnx("initialization error: %s")
+# (warnx prefixes "nvidia-container-cli: "), common.c select_devices "%s: %s" with "unknown device",
+# error.c error_set_nvml "nvml error" + nvmlErrorString; moby daemon/errors.go
+# "could not select device driver %q with capabilities: %v" and "unknown or invalid runtime name: %s".
+_HOOK = ("docker: Error response from daemon: failed to create shim: OCI runtime create failed: runc create failed: "
+         "unable to start container process: error during container init: error running hook #0: error running hook: "
+         "exit status 1, stdout: , stderr: nvidia-container-cli: %s: unknown")
+CONTAINER = [
+    ("gpu the node lacks", lambda: _HOOK % ("device error: %s: unknown device" % "GPU-0f059bf0-a212-94c1-44a7-1068a6c6be66"),
+     "device_mapping"),
+    ("host driver not running", lambda: _HOOK % ("initialization error: nvml error: %s" % "driver not loaded"), "driver_library_mismatch"),
+    ("host driver library missing", lambda: _HOOK % ("initialization error: load library failed: %s: cannot open shared object "
+                                                     "file: no such file or directory" % "libnvidia-ml.so.1"),
+     "driver_library_mismatch"),
+    ("module and library differ", lambda: _HOOK % ("initialization error: nvml error: %s" % "driver/library version mismatch"),
+     "driver_library_mismatch"),
+    ("no gpu runtime", lambda: 'docker: Error response from daemon: could not select device driver %s with capabilities: %s.'
+     % ('""', "[[gpu]]"), "device_mapping"),
+    ("no nvidia runtime", lambda: "docker: Error response from daemon: unknown or invalid runtime name: %s." % "nvidia",
+     "device_mapping"),
+]
+
+
+@pytest.mark.parametrize("name,make,cause", CONTAINER, ids=[c[0] for c in CONTAINER])
+def test_a_container_runtime_refusal_is_the_setup(tmp_path, name, make, cause):
+    v = _analysis(tmp_path, "docker.log", make()).verdict
+    assert (v.category.value, v.cause) == ("config", cause), v.trace
