@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
 
+from postmortem import DEFAULT_SECONDS  # noqa: F401 - defined there for a light `--help`; read here
 
-# One bundle's wall-time budget, the default of `analyze --time-limit` and `triage --time-limit`:
-# at it, reading stops and the verdict is made from what was read (Analysis.limits says so).
-DEFAULT_SECONDS = 60.0
+TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (startup time)
+if TYPE_CHECKING:
+    from typing import Callable
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,7 @@ import gc
 import os
 import sys
 
-from postmortem import __version__
-from postmortem.budget import DEFAULT_SECONDS
+from postmortem import DEFAULT_SECONDS, __version__
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (startup time)
 if TYPE_CHECKING:

@@ -3,12 +3,20 @@
 Loaded once with importlib.resources (works from a wheel), validated on load: a bad
 entry raises KnowledgeError naming the file and entry.  `--rules FILE` adds entries
 from a user file in the same format (see README.md here).
+
+The TOML files are the source.  Parsing them costs more than a one-line bundle's whole
+analysis, so tools/prepare_knowledge.py writes what they parse to (and what the full
+validation found, message patterns' named groups) into prepared.json, with the sha256 of
+each file's text; a file is read from there only while its digest still holds, otherwise
+from its TOML as before (tests/test_prepared_knowledge.py fails until the file is
+regenerated).  Message regexes are compiled the first time a line carries one of their
+keywords, except in user rule files (compiled on load, to report a bad pattern).
 """
 from __future__ import annotations
 
 import functools
+import json
 import re
-import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -57,7 +65,7 @@ class XidInfo:
 class MessagePattern:
     id: str
     keywords: tuple[str, ...]
-    regex: re.Pattern[str]
+    pattern: str        # the regex's text (see `regex`)
     severity: str
     cause: str
     weight: float
@@ -69,6 +77,18 @@ class MessagePattern:
     weight_cap: float = 0.97  # support from many such lines stops here (lines every rank prints)
     strength: str = ""  # strong: one line is enough to claim; weak: needs an independent second sign
     death: str = ""     # how such a line says a process died (see registry.DEATHS), "" when it does not
+    fields: tuple[str, ...] = ()  # the pattern's named groups (the event's data keys)
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        """The compiled pattern, compiled on first use (a line carrying one of the keywords)."""
+        compiled = _COMPILED.get(self.pattern)
+        if compiled is None:
+            compiled = _COMPILED[self.pattern] = re.compile(self.pattern)
+        return compiled
+
+
+_COMPILED: dict[str, re.Pattern[str]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +98,53 @@ class Knowledge:
     messages: tuple[MessagePattern, ...]
 
 
-def _read_packaged(name: str) -> dict:
-    text = resources.files("postmortem.knowledge").joinpath(name).read_text(encoding="utf-8")
+# The packaged TOML files prepared.json carries (paths relative to this folder).
+SOURCES = ("causes.toml", "xid.toml", "messages.toml", "signals.toml", "catalogs/readings.toml")
+PREPARED = "prepared.json"
+
+
+def source_text(name: str) -> str:
+    return resources.files("postmortem.knowledge").joinpath(*name.split("/")).read_text(encoding="utf-8")
+
+
+def text_digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def _prepared() -> dict:
     try:
-        return tomllib.loads(text)
+        return json.loads(resources.files("postmortem.knowledge").joinpath(PREPARED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def prepared_entry(name: str) -> dict | None:
+    """The prepared form of one packaged TOML file, when it was made from exactly its text."""
+    entry = _prepared().get("sources", {}).get(name)
+    if entry is None or entry.get("sha256") != text_digest(source_text(name)):
+        return None
+    return entry
+
+
+def parse_toml(name: str) -> dict:
+    """One packaged TOML file parsed from its text (what prepared.json is made of)."""
+    import tomllib
+
+    try:
+        return tomllib.loads(source_text(name))
     except tomllib.TOMLDecodeError as exc:
         raise KnowledgeError(f"{name}: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=None)
+def source(name: str) -> dict:
+    """The data of a packaged TOML file (one of SOURCES): from prepared.json while it is
+    current, else parsed from the TOML.  Shared between callers: never modify it."""
+    entry = prepared_entry(name)
+    return entry["data"] if entry is not None else parse_toml(name)
 
 
 def _need(entry: dict, key: str, where: str, kind=str):
@@ -141,14 +202,20 @@ def parse_xids(data: dict, origin: str) -> dict[int, XidInfo]:
     return xids
 
 
-def parse_messages(data: dict, origin: str) -> tuple[MessagePattern, ...]:
+def parse_messages(data: dict, origin: str, groups: dict[str, list[str]] | None = None) -> tuple[MessagePattern, ...]:
+    """The [[message]] entries; each pattern is compiled here (a bad one is reported) unless
+    `groups` gives its named groups (prepared.json: compiled and checked when prepared)."""
     out = []
     for i, e in enumerate(data.get("message", []), start=1):
         where = f"{origin} message #{i} ({e.get('id', '?')})"
-        try:
-            regex = re.compile(_need(e, "pattern", where))
-        except re.error as exc:
-            raise KnowledgeError(f"{where}: pattern does not compile: {exc}") from exc
+        pattern = _need(e, "pattern", where)
+        if groups is not None and e.get("id") in groups:
+            fields = tuple(groups[e["id"]])
+        else:
+            try:
+                fields = tuple(re.compile(pattern).groupindex)
+            except re.error as exc:
+                raise KnowledgeError(f"{where}: pattern does not compile: {exc}") from exc
         severity, role = _need(e, "severity", where), _need(e, "role", where)
         if severity not in SEVERITIES:
             raise KnowledgeError(f"{where}: severity must be one of {SEVERITIES}")
@@ -158,11 +225,11 @@ def parse_messages(data: dict, origin: str) -> tuple[MessagePattern, ...]:
         if not keywords:
             raise KnowledgeError(f"{where}: at least one keyword is needed")
         out.append(MessagePattern(
-            id=_need(e, "id", where), keywords=keywords, regex=regex, severity=severity,
+            id=_need(e, "id", where), keywords=keywords, pattern=pattern, severity=severity,
             cause=e.get("cause", ""), weight=float(e.get("weight", 0.0)), role=role,
             sample=_need(e, "sample", where), source=_need(e, "source", where), origin=origin,
             advice=e.get("advice", ""), weight_cap=float(e.get("weight_cap", 0.97)),
-            strength=_strength(e, where), death=e.get("death", "")))
+            strength=_strength(e, where), death=e.get("death", ""), fields=fields))
     return tuple(out)
 
 
@@ -175,15 +242,19 @@ def _strength(e: dict, where: str) -> str:
     return strength
 
 
-def validate(k: Knowledge) -> None:
-    """Cross-file checks: every referenced cause exists, ids unique, samples match."""
+def validate(k: Knowledge, samples_checked: tuple[MessagePattern, ...] = ()) -> None:
+    """Cross-file checks: every referenced cause exists, ids unique, samples match (except
+    for `samples_checked`, the prepared built-in patterns, checked when they were prepared)."""
     seen: set[str] = set()
+    checked = {id(m) for m in samples_checked}
     for m in k.messages:
         if m.id in seen:
             raise KnowledgeError(f"{m.origin}: message id '{m.id}' is defined twice")
         seen.add(m.id)
         if m.cause not in ("", "xid") and m.cause not in k.causes:
             raise KnowledgeError(f"{m.origin}: message '{m.id}' names unknown cause '{m.cause}'")
+        if id(m) in checked:
+            continue
         if not any(kw in m.sample for kw in m.keywords) or not m.regex.search(m.sample):
             raise KnowledgeError(f"{m.origin}: message '{m.id}' does not match its own sample")
     for c in k.causes.values():
@@ -197,13 +268,37 @@ def validate(k: Knowledge) -> None:
 
 @functools.lru_cache(maxsize=None)
 def _builtin() -> Knowledge:
+    prepared = prepared_entry("messages.toml")
+    if prepared is not None:
+        messages = parse_messages(prepared["data"], "messages.toml", prepared["groups"])
+    else:
+        messages = parse_messages(source("messages.toml"), "messages.toml")
     k = Knowledge(
-        causes=parse_causes(_read_packaged("causes.toml"), "causes.toml"),
-        xids=parse_xids(_read_packaged("xid.toml"), "xid.toml"),
-        messages=parse_messages(_read_packaged("messages.toml"), "messages.toml"),
+        causes=parse_causes(source("causes.toml"), "causes.toml"),
+        xids=parse_xids(source("xid.toml"), "xid.toml"),
+        messages=messages,
     )
-    validate(k)
+    validate(k, _samples_checked(k))
     return k
+
+
+def _samples_checked(k: Knowledge) -> tuple[MessagePattern, ...]:
+    """The built-in patterns whose samples were matched when prepared.json was made."""
+    return k.messages if prepared_entry("messages.toml") is not None else ()
+
+
+def prepare() -> dict:
+    """What tools/prepare_knowledge.py writes to prepared.json: each source's data parsed
+    from its TOML (after the full validation, samples included) and its digest."""
+    k = Knowledge(causes=parse_causes(parse_toml("causes.toml"), "causes.toml"),
+                  xids=parse_xids(parse_toml("xid.toml"), "xid.toml"),
+                  messages=parse_messages(parse_toml("messages.toml"), "messages.toml"))
+    validate(k)
+    out: dict = {"generator": "tools/prepare_knowledge.py", "sources": {}}
+    for name in SOURCES:
+        out["sources"][name] = {"sha256": text_digest(source_text(name)), "data": parse_toml(name)}
+    out["sources"]["messages.toml"]["groups"] = {m.id: list(m.fields) for m in k.messages}
+    return out
 
 
 def load(extra_rules: tuple[Path, ...] = ()) -> Knowledge:
@@ -212,6 +307,8 @@ def load(extra_rules: tuple[Path, ...] = ()) -> Knowledge:
     k = _builtin()
     if not extra_rules:
         return k
+    import tomllib
+
     causes, xids, messages = dict(k.causes), dict(k.xids), list(k.messages)
     for path in extra_rules:
         try:
@@ -223,5 +320,5 @@ def load(extra_rules: tuple[Path, ...] = ()) -> Knowledge:
         # User patterns go first so they can override a built-in reading of a line.
         messages[:0] = parse_messages(data, str(path))
     merged = Knowledge(causes, xids, tuple(messages))
-    validate(merged)
+    validate(merged, _samples_checked(k))
     return merged

@@ -235,7 +235,7 @@ def cuda_error(key: str | int) -> Entry | None:
 
 
 _CUDA_NAME = re.compile(r"\b(cudaError[A-Z]\w{0,60}|CUDA_ERROR_[A-Z_]{2,60})\b")
-_CUDA_TEXT = re.compile(r"(?:CUDA error|CUDA driver error|CUDA Runtime Error|Cuda failure|cuda error|CUDA failure)"
+_CUDA_TEXT = re.compile(r"(?:CUDA error|CUDA Error|CUDA driver error|CUDA Runtime Error|Cuda failure|cuda error|CUDA failure)"
                         r"(?: (?P<number>\d{1,5}))?\W{0,3}(?P<text>[^'\"\n]{1,160})")
 # Framework check macros that print cudaGetErrorString(err) after a number.  The number is the
 # cudaError_t of the runtime the program was built with (renumbered in CUDA 10.1: invalid

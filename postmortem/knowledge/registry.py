@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import functools
 import re
-import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Iterable
 
-from postmortem.knowledge import ROLES, KnowledgeError, load
+from postmortem.knowledge import ROLES, KnowledgeError, load, source
 
 STRENGTHS = ("strong", "weak")
 # How an event says a process died: of a fatal signal it names, by the launcher's record
@@ -71,16 +69,12 @@ class Registry:
         return frozenset(s.id for s in self.signals.values() if s.death and (not deaths or s.death in deaths))
 
 
-def _pattern_fields(regex: re.Pattern[str]) -> tuple[str, ...]:
-    return tuple(regex.groupindex)
-
-
 def _from_messages() -> dict[str, Signal]:
     out = {}
     for m in load().messages:
         sid = f"msg.{m.id}"
         strength = m.strength if m.cause not in ("",) else ""
-        out[sid] = Signal(sid, "pattern:messages.toml", _pattern_fields(m.regex), m.cause, m.role, strength,
+        out[sid] = Signal(sid, "pattern:messages.toml", m.fields, m.cause, m.role, strength,
                           m.weight, f"{m.source}; sample: {m.sample}", m.death)
     return out
 
@@ -139,13 +133,8 @@ def parse_signals(data: dict, causes: Iterable[str], origin: str = "signals.toml
 
 @functools.lru_cache(maxsize=None)
 def registry() -> Registry:
-    text = resources.files("postmortem.knowledge").joinpath("signals.toml").read_text(encoding="utf-8")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise KnowledgeError(f"signals.toml: {exc}") from exc
     k = load()
-    reg = parse_signals(data, k.causes)
+    reg = parse_signals(source("signals.toml"), k.causes)
     for sid, s in _from_messages().items():
         if sid in reg.signals:
             raise KnowledgeError(f"signals.toml: {sid} is declared both as a parser kind and a message pattern")
@@ -236,14 +225,12 @@ CATALOG_STRENGTH = {"specific": "strong", "subsystem": "weak"}
 @functools.lru_cache(maxsize=None)
 def source_labels() -> dict[str, str]:
     """The report's source label of an event by the first part of its kind (signals.toml [source])."""
-    text = resources.files("postmortem.knowledge").joinpath("signals.toml").read_text(encoding="utf-8")
-    return {str(prefix): str(label) for prefix, label in tomllib.loads(text).get("source", {}).items()}
+    return {str(prefix): str(label) for prefix, label in source("signals.toml").get("source", {}).items()}
 
 
 @functools.lru_cache(maxsize=None)
 def _catalog_weights() -> dict[str, float]:
-    text = resources.files("postmortem.knowledge").joinpath("catalogs", "readings.toml").read_text(encoding="utf-8")
-    return {name: float(e["weight"]) for name, e in tomllib.loads(text)["strength"].items()}
+    return {name: float(e["weight"]) for name, e in source("catalogs/readings.toml")["strength"].items()}
 
 
 @functools.lru_cache(maxsize=None)

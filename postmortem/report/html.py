@@ -187,15 +187,59 @@ def _asset(name: str) -> str:
     return files("postmortem.report").joinpath("templates", name).read_text(encoding="utf-8")
 
 
+# The templates compiled to Python ahead of time by tools/compile_templates.py (compiling
+# them costs more than rendering a small report); used only while they were made from
+# exactly these templates by this jinja2 version (see `compiled_templates`).
+COMPILED = "templates_compiled"
+
+
 @functools.lru_cache(maxsize=1)
 def _template():
-    from jinja2 import Environment, PackageLoader, StrictUndefined
+    return environment(compiled=True).get_template("report.html.j2")
 
-    env = Environment(loader=PackageLoader("postmortem.report", "templates"), autoescape=True,
+
+def environment(compiled: bool = True):
+    """The report's jinja2 environment: loading the precompiled templates when they are
+    current, else compiling from templates/ (what tools/compile_templates.py compiles)."""
+    from jinja2 import Environment, ModuleLoader, PackageLoader, StrictUndefined
+
+    folder = compiled_templates() if compiled else None
+    loader = ModuleLoader(str(folder)) if folder is not None else PackageLoader("postmortem.report", "templates")
+    env = Environment(loader=loader, autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, finalize=_visible)
     env.filters["tojson"] = lambda value: _markup(script_json(value))
     env.filters["short"] = lambda text, width=160: _short(text, width)
-    return env.get_template("report.html.j2")
+    return env
+
+
+def template_names() -> list[str]:
+    from importlib.resources import files
+
+    return sorted(p.name for p in files("postmortem.report").joinpath("templates").iterdir() if p.name.endswith(".j2"))
+
+
+def templates_manifest() -> dict:
+    """What the precompiled templates must have been made from: this jinja2, these texts."""
+    import jinja2
+
+    return {"jinja2": jinja2.__version__,
+            "templates": {name: hashlib.sha256(_asset(name).encode("utf-8")).hexdigest() for name in template_names()}}
+
+
+def compiled_templates() -> Path | None:
+    """The folder of precompiled templates, when it was made from the current templates by
+    the installed jinja2 (a plain folder on disk: jinja2's ModuleLoader imports from a path)."""
+    from importlib.resources import files
+
+    folder = files("postmortem.report").joinpath(COMPILED)
+    manifest = folder.joinpath("manifest.json")
+    if not isinstance(folder, Path) or not manifest.is_file():
+        return None
+    try:
+        made = json.loads(manifest.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+    return folder if made == templates_manifest() else None
 
 
 # Control characters in logs (ESC of colour codes, NUL, ...) shown as their Unicode

@@ -118,6 +118,9 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     ("pt.cuda_async_note", "cuda", "c10/cuda/CUDAException.cpp", "CUDA kernel errors might be asynchronously reported at some other API call",
      "context", "subsystem", "the reported call is not necessarily the failing one"),
     # device mismatch
+    # Raised by an operator's device check (ATen TensorIterator / check_all_same_device): alone
+    # it leans to the launch's device mapping; raised in the job's own frames it is the code's
+    # placement of its tensors (signals.toml app.exception own_code_readings).
     ("pt.device_mismatch", "device", WHEEL, "Expected all tensors to be on the same device, but found at least two devices, {} and {}!",
      "device_mapping", "subsystem", "tensors of one op live on different devices: a device mapping or the job's code"),
     ("pt.device_mismatch_got", "device", WHEEL, "Expected all tensors to be on the same device, but got {}",

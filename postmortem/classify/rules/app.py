@@ -59,6 +59,7 @@ class AppError(Rule):
     def _first_own_exception(case: Case, kernel_files: set[str], explained: set[tuple]) -> Event | None:
         fallout_types = _param(SIGN.app_exception.id, "fallout_types")
         fallout_text = re.compile("|".join(_param(SIGN.app_exception.id, "fallout_text")) or r"(?!)")
+        own_code_readings = set(_param(SIGN.app_exception.id, "own_code_readings"))
         for e in case.events:
             if e.kind != KIND.py_exception or e.ref.path in kernel_files or (e.ref.path, e.ref.line) in explained:
                 continue
@@ -67,7 +68,8 @@ class AppError(Rule):
                 continue
             read = catalog.match_message(e.text or "", ("pytorch",))
             if read and read.cause not in ("", catalog.CONTEXT, SIGN.app_exception.cause):
-                continue   # an upstream message with its own reading (a host allocation failure ...)
+                if not (read.entry.id in own_code_readings and _raised_in_own_code(case, e)):
+                    continue   # an upstream message with its own reading (a host allocation failure ...)
             return e
         return None
 
@@ -102,6 +104,12 @@ def _own_frame(f: Frame) -> bool:
     if f.language == "python":
         return bool(f.file) and not _LIBRARY_FILE.search(f.file or "")
     return bool(f.module) and not _RUNTIME_MODULE.search(f.module or "")
+
+
+def _raised_in_own_code(case: Case, e: Event) -> bool:
+    """The innermost frame of the exception's traceback is the job's own code."""
+    stack = _traceback_of(case, e)
+    return bool(stack and stack.frames and _own_frame(stack.frames[0]))
 
 
 def _who(e: Event) -> str:

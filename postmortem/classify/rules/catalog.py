@@ -12,10 +12,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-import tomllib
 from collections import defaultdict
-from importlib import resources
 
+from postmortem import knowledge
 from postmortem.classify.rules.base import Rule, _repeat, sign_finding
 from postmortem.knowledge import catalog
 from postmortem.knowledge.registry import KIND, catalog_signal
@@ -26,8 +25,7 @@ _PATTERN_KINDS_PREFIX = "msg."  # kinds message patterns emit: their lines are t
 
 @functools.lru_cache(maxsize=None)
 def _readings() -> dict:
-    text = resources.files("postmortem.knowledge").joinpath("catalogs", "readings.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    return knowledge.source("catalogs/readings.toml")
 
 
 def _hits(e: Event) -> list[catalog.Match]:
@@ -44,8 +42,9 @@ def _hits(e: Event) -> list[catalog.Match]:
         m = catalog.match_message(text, ("kernel",))
         if m and m.entry.subsystem in _readings()["kernel"]["read_families"]:
             out.append(m)
-    if e.kind == KIND.msg_cuda_check_failed:
-        # A framework's CUDA check (THC, Caffe) on a line no parser reads: the error text.
+    if e.kind in _CUDA_LINE_KINDS:
+        # A framework's CUDA check (THC, Caffe, darknet) or a line naming a cudaError_t /
+        # CUresult, on a line no parser reads: the error text or name.
         return [catalog.Match(c, c.cause, c.strength, c.name) for c in catalog.cuda_errors_in(text)]
     if e.kind in (KIND.py_exception, KIND.native_terminate):
         # An exception's message runs on below its first line (ncclResult_t text, then
@@ -69,6 +68,7 @@ def _hits(e: Event) -> list[catalog.Match]:
     return out
 
 
+_CUDA_LINE_KINDS = frozenset({KIND.msg_cuda_check_failed, KIND.msg_cuda_error, KIND.msg_cuda_error_named})
 _NCCL_RESULT = re.compile(r"\b(nccl(?:Unhandled\w{1,20}|Invalid\w{1,20}|Remote|System|Internal)(?:Error|Usage|Argument)?)\b")
 _LAST_ERROR = re.compile(r"Last error:\s*\n\s*(.{4,400})")
 

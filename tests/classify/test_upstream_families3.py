@@ -1,0 +1,120 @@
+"""Message families added in issue 13's third round, each line formatted here as the upstream
+program prints it (format quoted beside it), alone in a bundle.  Synthetic input generated at
+test time; the real lines these were found on are cited in knowledge/messages.toml."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from postmortem.knowledge import catalog as C
+from postmortem.knowledge.registry import KIND
+from postmortem.run import analyze
+
+
+def _analysis(tmp_path: Path, name: str, text: str):
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / name).write_text(text + "\n", encoding="utf-8")
+    return analyze(bundle)
+
+
+def _msg(name: str) -> str:
+    e = C.cuda_error(name)
+    assert e is not None, f"CUDA catalog lost {name}"
+    return e.message
+
+
+# darknet src/dark_cuda.c check_error: printf("CUDA Error: %s\n", cudaGetErrorString(status))
+_DARKNET = "CUDA Error: %s"
+# TensorFlow stream_executor cuda_driver.cc: LOG(ERROR) << "failed call to cuInit: " << ToString(res)
+#   (ToString: "<CUresult name>: <cuGetErrorString text>")
+_TF_CUINIT = "2026-12-01 10:00:00.000001: E tensorflow/stream_executor/cuda/cuda_driver.cc:271] failed call to cuInit: %s: %s"
+
+CASES = [
+    ("darknet oom", lambda: _DARKNET % _msg("cudaErrorMemoryAllocation"), "config", "gpu_oom"),
+    ("darknet ecc", lambda: _DARKNET % _msg("cudaErrorECCUncorrectable"), "hardware", "gpu_memory_ecc"),
+    ("darknet illegal address", lambda: _DARKNET % _msg("cudaErrorIllegalAddress"), "config", "app_error"),
+    ("tf cuInit no device", lambda: _TF_CUINIT % ("CUDA_ERROR_NO_DEVICE", _msg("CUDA_ERROR_NO_DEVICE")), "config", "device_mapping"),
+    ("tf cuInit old driver", lambda: _TF_CUINIT % ("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", _msg("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH")),
+     "config", "cuda_driver_mismatch"),
+]
+
+
+@pytest.mark.parametrize("name,make,category,cause", CASES, ids=[c[0] for c in CASES])
+def test_a_cuda_error_line_in_any_spelling_is_read_by_the_catalog(tmp_path, name, make, category, cause):
+    v = _analysis(tmp_path, "stderr.txt", make()).verdict
+    assert (v.category.value, v.cause) == (category, cause), v.trace
+    assert v.confidence >= 0.5
+
+
+def test_a_line_that_only_mentions_cuda_claims_nothing(tmp_path):
+    v = _analysis(tmp_path, "stderr.txt", "CUDA Error: no such message in any CUDA release").verdict
+    assert v.cause == "unknown"
+
+
+# ATen's device check (TensorIterator / check_all_same_device):
+#   "Expected all tensors to be on the same device, but found at least two devices, {} and {}!"
+_MISMATCH = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!"
+
+
+def test_device_mismatch_raised_in_the_jobs_own_frame_is_the_jobs_code(tmp_path):
+    tb = ("Traceback (most recent call last):\n"
+          '  File "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1501, in _call_impl\n'
+          "    return forward_call(*args, **kwargs)\n"
+          '  File "/home/me/proj/models/net.py", line 104, in forward\n'
+          "    proposals += self.anchors\n" + _MISMATCH)
+    v = _analysis(tmp_path, "stderr.txt", tb).verdict
+    assert (v.category.value, v.cause) == ("config", "app_error") and v.root.rule == "app-error"
+
+
+def test_device_mismatch_raised_in_library_code_is_not_claimed_as_the_jobs(tmp_path):
+    tb = ("Traceback (most recent call last):\n"
+          '  File "/home/me/proj/train.py", line 40, in <module>\n'
+          "    out = model(x)\n"
+          '  File "/opt/conda/lib/python3.10/site-packages/torch/nn/functional.py", line 2210, in embedding\n'
+          "    return torch.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)\n" + _MISMATCH)
+    v = _analysis(tmp_path, "stderr.txt", tb).verdict
+    assert v.cause != "app_error"  # the innermost frame is the library's: the mapping is as likely
+
+
+# PyTorch ProcessGroupNCCL: "Watchdog caught collective operation timeout: " << work << " ran for " ...
+# WorkNCCL's fields differ by version; a quote that shortens them is still the timeout.
+@pytest.mark.parametrize("work", [
+    "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000)",
+    "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000)",
+    "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, ...)",
+])
+def test_watchdog_timeout_is_read_whatever_fields_the_work_prints(tmp_path, work):
+    a = _analysis(tmp_path, "stderr.txt", f"[Rank 2] Watchdog caught collective operation timeout: {work} ran for 645901 milliseconds")
+    assert any(e.kind == KIND.msg_watchdog_timeout for e in a.case.events)
+
+
+# Container runtime refusals, formatted as their sources print them inside Docker's hook error:
+# libnvidia-container src/cli/configure.c warnx("device error: %s") / warnx("initialization error: %s")
+# (warnx prefixes "nvidia-container-cli: "), common.c select_devices "%s: %s" with "unknown device",
+# error.c error_set_nvml "nvml error" + nvmlErrorString; moby daemon/errors.go
+# "could not select device driver %q with capabilities: %v" and "unknown or invalid runtime name: %s".
+_HOOK = ("docker: Error response from daemon: failed to create shim: OCI runtime create failed: runc create failed: "
+         "unable to start container process: error during container init: error running hook #0: error running hook: "
+         "exit status 1, stdout: , stderr: nvidia-container-cli: %s: unknown")
+CONTAINER = [
+    ("gpu the node lacks", lambda: _HOOK % ("device error: %s: unknown device" % "GPU-0f059bf0-a212-94c1-44a7-1068a6c6be66"),
+     "device_mapping"),
+    ("host driver not running", lambda: _HOOK % ("initialization error: nvml error: %s" % "driver not loaded"), "driver_library_mismatch"),
+    ("host driver library missing", lambda: _HOOK % ("initialization error: load library failed: %s: cannot open shared object "
+                                                     "file: no such file or directory" % "libnvidia-ml.so.1"),
+     "driver_library_mismatch"),
+    ("module and library differ", lambda: _HOOK % ("initialization error: nvml error: %s" % "driver/library version mismatch"),
+     "driver_library_mismatch"),
+    ("no gpu runtime", lambda: 'docker: Error response from daemon: could not select device driver %s with capabilities: %s.'
+     % ('""', "[[gpu]]"), "device_mapping"),
+    ("no nvidia runtime", lambda: "docker: Error response from daemon: unknown or invalid runtime name: %s." % "nvidia",
+     "device_mapping"),
+]
+
+
+@pytest.mark.parametrize("name,make,cause", CONTAINER, ids=[c[0] for c in CONTAINER])
+def test_a_container_runtime_refusal_is_the_setup(tmp_path, name, make, cause):
+    v = _analysis(tmp_path, "docker.log", make()).verdict
+    assert (v.category.value, v.cause) == ("config", cause), v.trace
