@@ -32,7 +32,6 @@ import os
 import signal
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from typing import Callable
 
 from postmortem.budget import Meter
@@ -137,43 +136,48 @@ def _decode(rows: list[tuple], base: int) -> list[Event]:
 
 def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable) -> int:
     """Read `entries` into `got` with `jobs` worker processes, in the bundle's order; returns
-    the index of the first entry not read (the caller reads the rest in this process)."""
+    the index of the first entry not read (the caller reads the rest in this process).
+
+    Group g goes to worker g % jobs, which sends its groups' results, in order, down its
+    own pipe; the parent takes them in the bundle's order.  No executor and no threads:
+    a worker killed (by us past the time limit, or by anything else) leaves nothing
+    behind that could wait for it, and a pipe whose writer died reads as ended."""
     global _STATE
     meter: Meter = got.meter
     spans = groups([e.size for e in entries], jobs)
+    jobs = min(jobs, len(spans))
+    starts, expected = [], meter.bytes
+    for start, stop in spans:
+        starts.append(expected)
+        expected += sum(e.size for e in entries[start:stop])
     _STATE = (entries, _without_progress(options), k, read_one, meter)
     _CLASSES.clear()
     _CLASSES.update(got.line_classes)
-    executor = ProcessPoolExecutor(max_workers=min(jobs, len(spans)), mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_quiet)
-    done_to = 0
-    killed = False
+    ctx = multiprocessing.get_context("fork")
+    pipes = [ctx.Pipe(duplex=False) for _ in range(jobs)]
+    workers = []
+    complete = False
     try:
-        expected = meter.bytes
-        futures = []
-        for start, stop in spans:
-            futures.append(executor.submit(_read_group, start, stop, expected))
-            expected += sum(e.size for e in entries[start:stop])
-        for (start, stop), future in zip(spans, futures):
-            try:
-                per_entry, used, notes, stopped = future.result(timeout=_wait_s(meter))
-            except TimeoutError:
-                meter.out_of_time()  # past the limit: the workers overran it
-                _kill(executor)
-                killed = True
+        for w in range(jobs):
+            mine = [(g, spans[g][0], spans[g][1], starts[g]) for g in range(w, len(spans), jobs)]
+            others = [c for i, pair in enumerate(pipes) for c in pair if i != w] + [pipes[w][0]]
+            proc = ctx.Process(target=_worker, args=(mine, pipes[w][1], others), daemon=True)
+            proc.start()
+            workers.append(proc)
+        for _, writer in pipes:
+            writer.close()  # the workers hold the only writers: a dead worker's pipe ends
+        for g, (start, stop) in enumerate(spans):
+            got_it = _receive(pipes[g % jobs][0], meter)
+            if got_it is None:  # past the time limit, dead, or failed outside the artifact guard
+                meter.out_of_time()
                 return start
-            except Exception:  # noqa: BLE001 - a dead worker or a failure outside the artifact guard
-                _kill(executor)
-                killed = True
-                return start
+            per_entry, used, notes, stopped = got_it
             events = sum(len(r[1]) for r in per_entry)
             bytes_read = sum(r[4] for r in per_entry)
             budget_stop = stopped is not None and not stopped.startswith("time limit")
             if budget_stop or len(got.events) + events > meter.budget.events \
                     or meter.bytes + bytes_read > meter.budget.bytes:
-                _kill(executor)  # a budget reached inside the group: read it as one process would
-                killed = True
-                return start
+                return start  # a budget reached inside the group: read it as one process would
             base = _advance(got)
             for entry, (artifacts, rows, stacks, facts, nbytes) in zip(entries[start:stop], per_entry):
                 if options.progress:
@@ -189,15 +193,60 @@ def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable) 
                 meter.note(note)
             if stopped is not None:  # the time limit, reached inside the group
                 meter.stop(stopped)
-                _kill(executor)
-                killed = True
                 return stop
-            done_to = stop
-        return done_to
+        complete = True
+        return len(entries)
     finally:
         _STATE = None
-        if not killed:
-            executor.shutdown(wait=True)
+        for proc in workers:
+            if complete:
+                proc.join(1.0)  # sent everything: exiting
+            if proc.is_alive():
+                proc.kill()
+        for proc in workers:
+            proc.join()
+        for reader, writer in pipes:
+            reader.close()
+            writer.close()
+
+
+def _worker(mine: list[tuple], conn, others: list) -> None:
+    _quiet()
+    for c in others:
+        c.close()
+    try:
+        for _, start, stop, bytes_before in mine:
+            try:
+                result = ("ok", _read_group(start, stop, bytes_before))
+            except BaseException as exc:  # noqa: BLE001 - said to the parent, which reads the rest itself
+                result = ("failed", f"{type(exc).__name__}: {exc}")
+            conn.send(result)
+            if result[0] != "ok":
+                return
+    except (BrokenPipeError, OSError):
+        return  # the parent stopped listening (it reads the rest itself, or it is gone)
+    finally:
+        conn.close()
+
+
+def _receive(reader, meter: Meter) -> tuple | None:
+    """The next result of one worker, or None: past the time limit (plus grace), the worker
+    dead or failed."""
+    from multiprocessing.connection import wait
+
+    deadline = None if meter.time_limit is None else meter.started + meter.time_limit + GRACE_S
+    while True:
+        left = None if deadline is None else max(0.0, deadline - meter.clock())
+        ready = wait([reader], left)
+        if not ready:
+            return None  # the caller kills the workers
+        try:
+            status, payload = reader.recv()
+        except (EOFError, OSError):
+            return None  # the worker died
+        except Exception:  # noqa: BLE001 - a result that does not unpickle
+            return None
+        return payload if status == "ok" else None
 
 
 def _advance(got) -> int:
@@ -205,23 +254,6 @@ def _advance(got) -> int:
     base = next(got.numbering)
     got.numbering = itertools.count(base)
     return base
-
-
-def _wait_s(meter: Meter) -> float | None:
-    if meter.time_limit is None:
-        return None
-    return max(0.0, meter.time_limit - (meter.clock() - meter.started)) + GRACE_S
-
-
-def _kill(executor: ProcessPoolExecutor) -> None:
-    """Stop the workers now and reap them: no orphan keeps reading after the analysis."""
-    processes = list((getattr(executor, "_processes", None) or {}).values())
-    for p in processes:
-        if p.is_alive():
-            p.kill()
-    executor.shutdown(wait=False, cancel_futures=True)
-    for p in processes:
-        p.join(5)
 
 
 def _without_progress(options):
