@@ -118,3 +118,19 @@ CONTAINER = [
 def test_a_container_runtime_refusal_is_the_setup(tmp_path, name, make, cause):
     v = _analysis(tmp_path, "docker.log", make()).verdict
     assert (v.category.value, v.cause) == ("config", cause), v.trace
+
+
+# PyTorch c10d socket.cpp: C10D_WARNING("The client socket has failed to connect to {} {}.", addr, err)
+# after glog's header; err is "(errno: N - strerror)".  c10d/logging.h puts "[c10d] " before the text.
+_C10D = "[W1201 10:00:00.123456789 socket.cpp:752] [c10d] The client socket has failed to connect to %s (errno: %d - %s)."
+
+
+@pytest.mark.parametrize("errno,text", [(110, "Connection timed out"), (113, "No route to host")])
+def test_a_store_address_that_never_answers_is_the_network(tmp_path, errno, text):
+    v = _analysis(tmp_path, "stderr.txt", _C10D % ("[node-0.cluster]:29500", errno, text)).verdict
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+
+
+def test_a_refused_store_connection_says_only_that_nothing_listened_yet(tmp_path):
+    v = _analysis(tmp_path, "stderr.txt", _C10D % ("[node-0.cluster]:29500", 111, "Connection refused")).verdict
+    assert v.cause == "unknown"
