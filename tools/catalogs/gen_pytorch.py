@@ -118,7 +118,7 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     ("pt.cuda_oom_short", "allocator", ALLOC, "CUDA out of memory. Tried to allocate {}",
      "gpu_oom", "specific", "the caching allocator could not get device memory"),
     ("pt.cpu_alloc_failed", "allocator", WHEEL, "DefaultCPUAllocator: can't allocate memory: you tried to allocate {d} bytes. Error code {d} ({})",
-     "host_oom", "subsystem", "c10/core/impl/alloc_cpu.cpp: posix_memalign returned ENOMEM — RAM exhausted, or a ulimit -v / cgroup limit: a limit in the bundle is the second sign"),
+     "host_oom", "specific", "c10/core/impl/alloc_cpu.cpp: posix_memalign returned ENOMEM: the process could not get host memory (RAM exhausted, or a ulimit -v / cgroup limit; a limit in the bundle says which)"),
     ("pt.cuda_async_note", "cuda", "c10/cuda/CUDAException.cpp", "CUDA kernel errors might be asynchronously reported at some other API call",
      "context", "subsystem", "the reported call is not necessarily the failing one"),
     # device mismatch
