@@ -28,6 +28,7 @@ import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from operator import attrgetter
 
 from postmortem.model import Basis, Event, Fact, Ref
 
@@ -57,9 +58,20 @@ class Window:
         return f"job window from {self.start.isoformat()} ({self.start_ref.describe()}){end}"  # type: ignore[union-attr]
 
 
+_KIND, _PID, _HOST = attrgetter("kind"), attrgetter("pid"), attrgetter("host")
+
+
+def of_kinds(events: list[Event], kinds) -> list[Event]:
+    """The events of these kinds, in order.  Most kinds are absent from most bundles: the
+    kinds present are found by C code, and the events walked only when one is there."""
+    present = set(map(_KIND, events)).intersection(kinds)
+    return [e for e in events if e.kind in present] if present else []
+
+
 def kernel_files(events: list[Event]) -> set[str]:
     """Artifacts that are (copies of) the kernel log."""
-    return {e.ref.path for e in events if e.kind.startswith("kernel.")}
+    kinds = {k for k in set(map(_KIND, events)) if k.startswith("kernel.")}
+    return {e.ref.path for e in events if e.kind in kinds} if kinds else set()
 
 
 def _body(e: Event) -> str:
@@ -199,7 +211,7 @@ def join_identities(events: list[Event], facts=()) -> list[Event]:
     when one pid has that rank; a single-host bundle's unnamed host is that host; a
     container's pid and the host's pid of one process (collect's NSpid lines) are one."""
     events = merge_pid_namespaces(events, facts)
-    named_hosts = {e.host for e in events if e.host}
+    named_hosts = {h for h in set(map(_HOST, events)) if h}
     real = named_hosts - LOOPBACK
     # torchrun's standalone rendezvous names the one node `localhost`; the logs' own host name wins
     only_host = next(iter(real)) if len(real) == 1 else (
@@ -211,8 +223,8 @@ def join_identities(events: list[Event], facts=()) -> list[Event]:
         return e.host or only_host
 
     ranks: dict[tuple[str | None, int], set[int]] = defaultdict(set)
-    for e in events:
-        if e.pid is None or e.kind not in _RANK_SOURCES:
+    for e in of_kinds(events, _RANK_SOURCES):
+        if e.pid is None:
             continue
         r = e.rank if e.rank is not None else e.data.get("rank")
         if not isinstance(r, int) and e.kind in ("launcher.exit", "launcher.spawned") and len(named_hosts) <= 1:
@@ -227,14 +239,15 @@ def join_identities(events: list[Event], facts=()) -> list[Event]:
     pid_of = {key: next(iter(ps)) for key, ps in pids_of_rank.items() if len(ps) == 1}
     if not rank_of and only_host is None:
         return events
+    loopback = len(real) == 1 and bool(named_hosts & LOOPBACK)
     for i, e in enumerate(events):  # in place: the old event is freed as its successor is made
-        host = host_of(e)
+        host = only_host if loopback and e.host in LOOPBACK else e.host or only_host  # host_of(e), inline
         rank, pid = e.rank, e.pid
         if rank is None and pid is not None:
             rank = rank_of.get((host, pid))
         if pid is None and rank is not None and not e.kind.startswith("kernel."):
             pid = pid_of.get((host, rank))
-        if (host, rank, pid) != (e.host, e.rank, e.pid):
+        if host != e.host or rank != e.rank or pid != e.pid:
             events[i] = Event(e.kind, e.text, e.ref, e.severity, e.stamp, host, pid, e.tid, rank, e.data, e.when, e.seq)
     return events
 
@@ -247,13 +260,14 @@ def _is_start(e: Event) -> bool:
 
 def find_window(events: list[Event], facts: list[Fact] = ()) -> Window:  # type: ignore[assignment]
     kfiles = kernel_files(events)
-    starts = [e for e in events if _is_start(e) and e.when and e.when.at]
+    starts = [e for e in of_kinds(events, START_KINDS) if e.when and e.when.at]
     start = min(starts, key=lambda e: e.when.at) if starts else None  # type: ignore[union-attr]
-    ends = [e for e in events if e.kind in END_KINDS and e.when and e.when.at]
+    ends = [e for e in of_kinds(events, END_KINDS) if e.when and e.when.at]
     end = max(ends, key=lambda e: e.when.at) if ends else None  # type: ignore[union-attr]
     if start and end and end.when.at < start.when.at:  # type: ignore[union-attr,operator]
         end = None
-    pids = {e.pid for e in events if e.pid is not None and e.ref.path not in kfiles}
+    pids = ({e.pid for e in events if e.pid is not None and e.ref.path not in kfiles} if kfiles
+            else set(map(_PID, events)) - {None})
     pids |= {int(f.value) for f in facts if f.name == "job.pid" and str(f.value).isdecimal()}
     return Window(start.when.at if start else None, start.ref if start else None,  # type: ignore[union-attr]
                   end.when.at if end else None, end.ref if end else None, frozenset(pids))
@@ -263,6 +277,8 @@ def mark_context(events: list[Event], window: Window) -> tuple[list[Event], list
     """Kernel-log events outside the window, or about a process the job does not own
     (when the kernel and the job are seen to share pids), become context."""
     kfiles = kernel_files(events)
+    if not kfiles:
+        return events, []
     kernel_pids = {e.pid for e in events if e.pid is not None and e.ref.path in kfiles}
     shared_ns = bool(kernel_pids & window.pids)
     job_comms = {str(e.data.get("comm")) for e in events

@@ -10,9 +10,8 @@ from typing import Any
 
 from postmortem import __version__
 from postmortem.model import Analysis, Artifact, Event, Fact, Finding, Ref, Severity, Stack
-from postmortem.report.rows import row_key, shown_events, timeline_rows
+from postmortem.report.rows import Digest, digest, row_key, timeline_rows
 from postmortem.report.timeline_view import lane_of
-from postmortem.timeline import sort_key
 
 SCHEMA = "postmortem.verdict/1"
 
@@ -80,26 +79,38 @@ def _cited(a: Analysis) -> set[tuple[str, int | None]]:
     return {(r.path, r.line) for f in findings for r in f.evidence}
 
 
-def listed_events(events: list[Event], cited: set, keys: list[tuple] | None = None) -> tuple[list[Event], int]:
-    """The events the JSON timeline lists (in order) and how many it leaves out.  `keys`:
-    the events' row_key()s, when known."""
-    if len(events) <= MAX_TIMELINE_EVENTS:
-        return events, 0
-    per_row: dict[tuple, int] = {}
-    keep = []
-    for i, e in enumerate(events):
-        key = keys[i] if keys is not None else row_key(e)
-        n = per_row.get(key, 0)
-        per_row[key] = n + 1
-        if n < MAX_EVENTS_PER_ROW or (e.ref.path, e.ref.line) in cited:
-            keep.append(e)
+def listed_events(events: list[Event] | Digest, cited: set, keys: list[tuple] | None = None) -> tuple[list[Event], int]:
+    """The events the JSON timeline lists (in order) and how many it leaves out.  `events`:
+    a Digest, or events in timeline order (`keys`: their row_key()s, when known)."""
+    d = events if isinstance(events, Digest) else None
+    all_events = d.events if d is not None else events
+    if len(all_events) <= MAX_TIMELINE_EVENTS:
+        return list(all_events), 0
+    if d is None:
+        per_row: dict[tuple, int] = {}
+        keep = []
+        for i, e in enumerate(events):
+            key = keys[i] if keys is not None else row_key(e)
+            n = per_row.get(key, 0)
+            per_row[key] = n + 1
+            if n < MAX_EVENTS_PER_ROW or (e.ref.path, e.ref.line) in cited:
+                keep.append(e)
+    else:
+        first = d.first_events(MAX_EVENTS_PER_ROW)
+        keep = [all_events[i] for i in sorted(set(first).union(_cited_events(all_events, cited)))]
     if len(keep) > MAX_TIMELINE_EVENTS:  # many distinct rows: cited and severe first, then in order
         ranked = sorted(range(len(keep)), key=lambda i: (
             (keep[i].ref.path, keep[i].ref.line) not in cited,
             keep[i].severity not in (Severity.ERROR, Severity.FATAL, Severity.WARNING), i))
         chosen = sorted(ranked[:MAX_TIMELINE_EVENTS])
         keep = [keep[i] for i in chosen]
-    return keep, len(events) - len(keep)
+    return keep, len(all_events) - len(keep)
+
+
+def _cited_events(events: list[Event], cited: set) -> list[int]:
+    """Indices of the events on a cited (path, line)."""
+    paths = {path for path, _ in cited}
+    return [i for i, e in enumerate(events) if e.ref.path in paths and (e.ref.path, e.ref.line) in cited]
 
 
 def listed_rows(rows: list[dict[str, Any]], cited: set) -> tuple[list[dict[str, Any]], int]:
@@ -149,12 +160,10 @@ class _Items:
 
 def _fields(a: Analysis) -> dict[str, Any]:
     v = a.verdict
-    events = sorted(shown_events(a.case.events), key=sort_key)
+    rows_of = digest(a.case.events)   # shared with the HTML and terminal renderers
     cited = _cited(a)
-    keys = [row_key(e) for e in events] if len(events) > MAX_TIMELINE_EVENTS else None  # masked once
-    rows, rows_omitted = listed_rows(timeline_rows(events, keys=keys), cited)
-    listed, omitted = listed_events(events, cited, keys)
-    del events, keys
+    rows, rows_omitted = listed_rows(timeline_rows(rows_of), cited)
+    listed, omitted = listed_events(rows_of, cited)
     return {
         "schema": SCHEMA,
         "tool": {"name": "postmortem", "version": __version__},

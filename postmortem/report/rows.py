@@ -3,15 +3,31 @@
 The same message from 64 ranks is one row with its rank set, count and first/last
 time.  Messages are compared after masking numbers, hex ids and addresses, so
 `[Rank 3] ... SeqNum=2` and `[Rank 5] ... SeqNum=2` fold together.
+
+`digest` folds an analysis's events into rows once; the JSON, HTML and terminal
+renderers all read that one digest (at 8,192 ranks there are ~400,000 events, and each
+renderer walking them again cost seconds).  It works column by column with C-level
+builtins (attrgetter, zip, dict.fromkeys, Counter) rather than a Python loop per event.
 """
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import attrgetter, itemgetter, methodcaller, not_
+from typing import Any, Iterable, Sequence
 
 from postmortem.model import Event
 
 _MASK = re.compile(r"0x[0-9a-fA-F]+|\d+")
+_TEXT_CUT = 300
+# The mask treats `0`, the other ASCII digits, `x` and hex letters differently, and every
+# digit 1-9 alike: a text with 2-9 written as 1 masks to the same row text.  Many texts
+# differ only in such digits (ranks, pids, addresses), so they are masked once.
+_ONE_FOR_DIGITS = bytes.maketrans(b"23456789", b"11111111")
+_SEQ, _KIND, _WHEN = attrgetter("seq"), attrgetter("kind"), attrgetter("when")
+_CONTEXT = methodcaller("get", "context")
 
 
 def shown_events(events: Iterable[Event]) -> list[Event]:
@@ -29,8 +45,20 @@ def shown_events(events: Iterable[Event]) -> list[Event]:
     return [e for e in events if not (e.kind.startswith("msg.") and e.ref.line in parsed.get(e.ref.path, empty))]
 
 
+def timeline_order(events: Iterable[Event]) -> list[Event]:
+    """sorted(events, key=timeline.sort_key), without a Python call per untimed event:
+    timed events first by (time, seq), then the untimed ones by seq."""
+    from postmortem.timeline import sort_key
+
+    events = list(events)
+    has_time = [w is not None and w.at is not None for w in map(_WHEN, events)]
+    timed = sorted(compress(events, has_time), key=sort_key)
+    untimed = sorted(compress(events, map(not_, has_time)), key=_SEQ)
+    return timed + untimed
+
+
 def shape(e: Event) -> tuple[str, str]:
-    return e.kind, _MASK.sub("#", e.text)[:300]
+    return e.kind, _MASK.sub("#", e.text)[:_TEXT_CUT]
 
 
 def row_key(e: Event) -> tuple[str, str, str]:
@@ -39,42 +67,133 @@ def row_key(e: Event) -> tuple[str, str, str]:
     return (*shape(e), str(e.data.get("context") or ""))
 
 
-def timeline_rows(events: Iterable[Event], keep_all_severe: bool = True,
+def masked_texts(texts: Sequence[str]) -> list[str]:
+    """`shape`'s masked text of each text, each distinct digit pattern masked once."""
+    one = _ONE_FOR_DIGITS
+    keys = [t.encode("utf-8", "surrogatepass").translate(one) for t in texts]
+    masked = {k: _MASK.sub("#", k.decode("utf-8", "surrogatepass"))[:_TEXT_CUT] for k in dict.fromkeys(keys)}
+    return list(map(masked.__getitem__, keys))
+
+
+def row_keys(events: Sequence[Event]) -> list[tuple[str, str, str]]:
+    """row_key() of each event, column by column."""
+    contexts = list(map(_CONTEXT, map(attrgetter("data"), events)))
+    contexts = [str(c) if c else "" for c in contexts] if any(contexts) else repeat("")
+    return list(zip(map(_KIND, events), masked_texts(list(map(attrgetter("text"), events))), contexts))
+
+
+@dataclass
+class Digest:
+    """The shown events in timeline order, folded into rows (rows in order of their first
+    event).  Indices are into `events`."""
+
+    events: list[Event]
+    row_of: list[int]               # event -> its row
+    keys: list[tuple[str, str, str]]  # row -> row_key
+    members: list[list[int]]        # row -> its events, in order
+    timed: int                      # events[:timed] have a time, the rest do not
+    _columns: dict[str, list] = field(default_factory=dict)
+
+    def column(self, name: str) -> list:
+        """One attribute of every event (`rank`, `ref.path` ...), read once by C code."""
+        got = self._columns.get(name)
+        if got is None:
+            got = self._columns[name] = list(map(attrgetter(name), self.events))
+        return got
+
+    def of_row(self, r: int, column: list) -> list:
+        """A column's values for row r's events, in order."""
+        m = self.members[r]
+        return [column[m[0]]] if len(m) == 1 else list(itemgetter(*m)(column))
+
+    def events_at(self, paths: set[str]) -> list[int]:
+        """Indices of the events read from these artifacts."""
+        return list(compress(range(len(self.events)), map(paths.__contains__, self.column("ref.path"))))
+
+    def first_events(self, per_row: int) -> list[int]:
+        """The first `per_row` events of every row, in timeline order."""
+        out = [i for m in self.members for i in m[:per_row]]
+        out.sort()
+        return out
+
+
+_last: tuple[Any, Digest] | None = None   # the CLI renders one analysis three times
+
+
+def digest(events: Sequence[Event]) -> Digest:
+    """The rows of these events (an analysis's `case.events`), made once per analysis."""
+    global _last
+    if _last is not None and _last[0] is events:
+        return _last[1]
+    made = _digest(events)
+    _last = (events, made)
+    return made
+
+
+def _digest(events: Sequence[Event]) -> Digest:
+    shown = timeline_order(shown_events(events))
+    keys = row_keys(shown)
+    numbers = dict.fromkeys(keys)
+    for n, key in enumerate(numbers):
+        numbers[key] = n
+    row_of = list(map(numbers.__getitem__, keys))
+    members: list[list[int]] = [[] for _ in numbers]
+    for i, r in enumerate(row_of):
+        members[r].append(i)
+    timed = sum(1 for w in map(_WHEN, shown) if w is not None and w.at is not None)
+    return Digest(shown, row_of, list(numbers), members, timed)
+
+
+def _unique(values: Iterable) -> list:
+    """Distinct values in order of first appearance, None and empty left out."""
+    return [v for v in dict.fromkeys(values) if v is not None and v != ""]
+
+
+def timeline_rows(events: Iterable[Event] | Digest, keep_all_severe: bool = True,
                   keys: list[tuple[str, str, str]] | None = None) -> list[dict[str, Any]]:
-    """Collapsed rows in timeline order; the events must come sorted.  `keys`: their
-    row_key()s when the caller has them already."""
-    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
-    order: list[tuple[str, str, str]] = []
-    member: dict[tuple[str, str, str], tuple[set, set, set]] = {}
-    for n, e in enumerate(events):
-        key = keys[n] if keys is not None else row_key(e)
-        context = key[2]
-        row = rows.get(key)
-        at = e.when.at.isoformat() if e.when and e.when.at else None
-        if row is None:
-            row = rows[key] = {
-                "kind": e.kind, "severity": e.severity.value, "text": e.text, "count": 0,
-                "first_ts": at, "last_ts": at, "ts_basis": e.when.basis.value if e.when else "order-only",
-                "uncertainty_s": e.when.uncertainty_s if e.when else None,
-                "ranks": [], "hosts": [], "sources": [], "first_line": e.ref.line, "first_source": e.ref.path,
-                "seq": e.seq, "context": context or None,
-            }
-            order.append(key)
-        row["count"] += 1
-        if at:
-            row["last_ts"] = at
-            row["first_ts"] = row["first_ts"] or at
-        # Membership in sets beside the lists: list membership made this quadratic in ranks.
-        seen = member.get(key)
-        if seen is None:
-            seen = member[key] = (set(), set(), set())
-        if e.rank is not None and e.rank not in seen[0]:
-            seen[0].add(e.rank)
-            row["ranks"].append(e.rank)
-        if e.host and e.host not in seen[1]:
-            seen[1].add(e.host)
-            row["hosts"].append(e.host)
-        if e.ref.path not in seen[2]:
-            seen[2].add(e.ref.path)
-            row["sources"].append(e.ref.path)
-    return [rows[k] for k in order]
+    """Collapsed rows in timeline order (the JSON's `timeline_rows`).  `events`: a Digest,
+    or events already sorted (`keys`: their row_key()s when the caller has them)."""
+    if not isinstance(events, Digest):
+        events = list(events)
+        keys = keys if keys is not None else row_keys(events)
+        numbers = dict.fromkeys(keys)
+        for n, key in enumerate(numbers):
+            numbers[key] = n
+        row_of = list(map(numbers.__getitem__, keys))
+        members: list[list[int]] = [[] for _ in numbers]
+        for i, r in enumerate(row_of):
+            members[r].append(i)
+        timed = 0
+        while timed < len(events) and events[timed].when is not None and events[timed].when.at is not None:
+            timed += 1
+        if any(e.when is not None and e.when.at is not None for e in events[timed:]):
+            timed = -1  # not in timeline order: find times event by event
+        events = Digest(events, row_of, list(numbers), members, timed)
+    d = events
+    ev = d.events
+    ranks, hosts, paths = d.column("rank"), d.column("host"), d.column("ref.path")
+    out = []
+    for r, (key, m) in enumerate(zip(d.keys, d.members)):
+        e = ev[m[0]]
+        first_at, last_at = _first_last_time(d, m)
+        out.append({
+            "kind": e.kind, "severity": e.severity.value, "text": e.text, "count": len(m),
+            "first_ts": first_at, "last_ts": last_at, "ts_basis": e.when.basis.value if e.when else "order-only",
+            "uncertainty_s": e.when.uncertainty_s if e.when else None,
+            "ranks": _unique(d.of_row(r, ranks)), "hosts": _unique(d.of_row(r, hosts)),
+            "sources": list(dict.fromkeys(d.of_row(r, paths))),
+            "first_line": e.ref.line, "first_source": e.ref.path, "seq": e.seq, "context": key[2] or None,
+        })
+    return out
+
+
+def _first_last_time(d: Digest, m: list[int]) -> tuple[str | None, str | None]:
+    """ISO times of a row's first and last timed events."""
+    ev = d.events
+    if d.timed < 0:
+        times = [ev[i].when.at for i in m if ev[i].when is not None and ev[i].when.at is not None]
+        return (times[0].isoformat(), times[-1].isoformat()) if times else (None, None)
+    last = bisect_left(m, d.timed) - 1   # timed events come first
+    if last < 0:
+        return None, None
+    return ev[m[0]].when.at.isoformat(), ev[m[last]].when.at.isoformat()

@@ -10,14 +10,18 @@ it left out.  Nothing here formats HTML; `svg.py` and the templates do that.
 """
 from __future__ import annotations
 
+import heapq
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from itertools import chain, compress, repeat
+from operator import add, mul
 from typing import Iterable
 
 from postmortem.knowledge import registry
 from postmortem.model import Analysis, Basis, Event, Ref, Severity
-from postmortem.report.rows import shape, shown_events
-from postmortem.timeline import sort_key
+from postmortem.report import rows
+from postmortem.report.rows import shape  # noqa: F401 - the folding, named here for callers
 
 # Where an event came from: the labels, and the label of each kind prefix in signals.toml [source].
 SOURCES = ("kernel", "nccl", "python", "launcher", "core", "messages", "system")
@@ -141,11 +145,7 @@ def _build(analysis: Analysis, cited: tuple[Ref, ...]) -> TimelineView:
     root_keys = {ref_key(r) for r in (verdict.root.evidence if verdict.root else ())}
     root_seq = verdict.root.first_seq if verdict.root else None
     cited_keys = {ref_key(r) for r in cited}
-    builder = _Builder(root_keys, root_seq, cited_keys)
-    builder.window = _window(analysis)
-    for event in sorted(shown_events(analysis.case.events), key=sort_key):
-        builder.add(event)
-    return builder.finish()
+    return _fold(rows.digest(analysis.case.events), root_keys, root_seq, cited_keys, _window(analysis))
 
 
 def _window(analysis: Analysis) -> tuple[float | None, float | None]:
@@ -160,123 +160,115 @@ def _window(analysis: Analysis) -> tuple[float | None, float | None]:
     return out.get("job.start"), out.get("job.end")
 
 
-class _Builder:
-    """One pass over the sorted events; keeps only aggregates, so memory follows rows, not events."""
+def _events_on(d: rows.Digest, keys: set[tuple]) -> list[int]:
+    """Indices of the events whose ref_key is in `keys` (a handful of cited lines)."""
+    ev = d.events
+    return [i for i in d.events_at({k[0] for k in keys}) if ref_key(ev[i].ref) in keys]
 
-    def __init__(self, root_keys: set, root_seq: int | None, cited_keys: set) -> None:
-        self.root_keys, self.root_seq, self.cited_keys = root_keys, root_seq, cited_keys
-        self.rows: dict[tuple[str, str], Row] = {}
-        self.marks: dict[tuple, Mark] = {}
-        self.lane_keys: set[tuple] = set()
-        self.row_of_ref: dict[tuple, Row] = {}
-        self.events = 0
-        self.unplaced = 0
-        self.t_min = self.t_max = None
-        self.job_span: list[float] = []      # [min, max] of the job's placed events
-        self.history_span: list[float] = []
-        self.folded: dict[str, int] = {}
-        self.window: tuple[float | None, float | None] = (None, None)
 
-    def add(self, e: Event) -> None:
-        self.events += 1
-        row = self._row(e)
-        is_root = self._is_root(e)
-        row.is_root = row.is_root or is_root
-        key = ref_key(e.ref)
-        if key in self.cited_keys and key not in self.row_of_ref:
-            self.row_of_ref[key] = row
-            row.cited = True
-        lane_key = _lane_key(e)
-        self.lane_keys.add(lane_key)
-        self._mark(row, lane_key, e, is_root)
+def _fold(d: rows.Digest, root_keys: set, root_seq: int | None, cited_keys: set,
+          window: tuple[float | None, float | None]) -> TimelineView:
+    """Rows, lanes and marks from the digest, column by column: only aggregates are kept,
+    so memory follows rows and marks, not events."""
+    ev, n, timed = d.events, len(d.events), d.timed
+    roots = set(_events_on(d, root_keys)) if root_keys else set()
+    if root_seq is not None:
+        roots.update(compress(range(n), map(root_seq.__eq__, d.column("seq"))))
+    severities, ranks, hosts = d.column("severity"), d.column("rank"), d.column("host")
+    row_list: list[Row] = []
+    folded: dict[str, int] = {}
+    for r, (key, m) in enumerate(zip(d.keys, d.members)):
+        first = ev[m[0]]
+        row = Row(r + 1, first.kind, source_of(first.kind), max(set(d.of_row(r, severities)), key=SEVERITY_ORDER.__getitem__),
+                  first.text, first, ev[m[-1]], count=len(m), context=key[2],
+                  ranks=set(d.of_row(r, ranks)) - {None}, hosts=set(d.of_row(r, hosts)) - {None, ""},
+                  sample=[ev[i] for i in m[:MAX_OCCURRENCES]])
+        if key[2]:
+            folded[key[2]] = folded.get(key[2], 0) + len(m)
+        row_list.append(row)
+    row_of = d.row_of
+    for i in roots:
+        row_list[row_of[i]].is_root = True
+    row_of_ref: dict[tuple, Row] = {}
+    for i in (_events_on(d, cited_keys) if cited_keys else ()):
+        key = ref_key(ev[i].ref)
+        if key not in row_of_ref:
+            row_of_ref[key] = row_list[row_of[i]]
+            row_list[row_of[i]].cited = True
 
-    def _row(self, e: Event) -> Row:
-        context = str(e.data.get("context") or "")
-        key = (*shape(e), context)
-        if context:
-            self.folded[context] = self.folded.get(context, 0) + 1
-        row = self.rows.get(key)
-        if row is None:
-            row = self.rows[key] = Row(len(self.rows) + 1, e.kind, source_of(e.kind), e.severity, e.text, e, e,
-                                       context=context)
-        row.count += 1
-        row.last = e
-        if SEVERITY_ORDER[e.severity] > SEVERITY_ORDER[row.severity]:
-            row.severity = e.severity
-        if e.rank is not None:
-            row.ranks.add(e.rank)
-        if e.host:
-            row.hosts.add(e.host)
-        if len(row.sample) < MAX_OCCURRENCES:
-            row.sample.append(e)
-        return row
+    # Lanes: one per process; the loud ones (a root or severe event) are kept when merging.
+    ids = list(zip(hosts, ranks, d.column("pid"), d.column("ref.path")))
+    lane_of_id = {i: _lane_key_of(*i) for i in dict.fromkeys(ids)}
+    lane_keys = list(map(lane_of_id.__getitem__, ids))
+    del ids
+    loud = {lane_keys[i] for i in roots}
+    for r, row in enumerate(row_list):
+        if row.severity in SEVERE:
+            loud.update(d.of_row(r, lane_keys))
+    lanes, lane_number = _number_lanes(set(lane_of_id.values()), loud)
 
-    def _is_root(self, e: Event) -> bool:
-        return ref_key(e.ref) in self.root_keys or (self.root_seq is not None and e.seq == self.root_seq)
-
-    def _mark(self, row: Row, lane_key: tuple, e: Event, is_root: bool) -> None:
-        at = e.when.at if e.when else None
-        if at is not None:
-            band, position = PLACED, at.timestamp()
-            uncertainty = (e.when.uncertainty_s or 0.0) if e.when.basis is not Basis.MEASURED else 0.0
-            self.t_min = min(self.t_min, position - uncertainty) if self.t_min is not None else position - uncertainty
-            self.t_max = max(self.t_max, position + uncertainty) if self.t_max is not None else position + uncertainty
-            span = self.history_span if row.context else self.job_span
-            span[:] = [min(span[0], position), max(span[1], position)] if span else [position, position]
-        else:
-            band, position, uncertainty = UNPLACED, float(self.unplaced), 0.0
-            self.unplaced += 1
-        mark = self.marks.get((row.number, lane_key, band))
-        if mark is None:
-            mark = self.marks[(row.number, lane_key, band)] = Mark(row, lane_key, band, position, position,
-                                                                   context=bool(row.context))
-        mark.first, mark.last = min(mark.first, position), max(mark.last, position)
-        mark.uncertainty = max(mark.uncertainty, uncertainty)
-        mark.count += 1
-        mark.is_root = mark.is_root or is_root
-
-    def finish(self) -> TimelineView:
-        lanes, lane_number = _number_lanes(self.lane_keys, self.marks.values())
-        # Processes merged into one drawn lane ("other lanes") share one mark per row and
-        # band: thousands of ranks printing the same WARN are one span, not thousands of dots.
-        drawn: dict[tuple, Mark] = {}
-        for mark in self.marks.values():
-            mark.lane = lane_number[mark.lane_key]
-            mark.row.lanes.add(mark.lane)
-            key = (mark.row.number, mark.lane, mark.band)
-            same = drawn.get(key)
-            if same is None:
-                drawn[key] = mark
-                continue
-            same.first, same.last = min(same.first, mark.first), max(same.last, mark.last)
-            same.uncertainty = max(same.uncertainty, mark.uncertainty)
-            same.count += mark.count
-            same.is_root = same.is_root or mark.is_root
-        rows, cut_rows = _keep_rows(list(self.rows.values()))
-        marks, cut_marks = _keep_marks(drawn.values(), {r.number for r in rows})
-        present = {r.source for r in self.rows.values()}
-        placed = (self.t_min, self.t_max) if self.t_min is not None else None
-        return TimelineView(rows, lanes, marks, self.events, cut_rows, cut_marks, placed, self.unplaced,
-                            self.row_of_ref, [s for s in SOURCES if s in present],
-                            self._job_range(), tuple(self.history_span) if self.history_span else None,  # type: ignore[arg-type]
-                            dict(self.folded))
-
-    def _job_range(self) -> tuple[float, float] | None:
-        """The job's placed events, widened to its window (job.start/job.end facts)."""
-        lo, hi = self.window
-        points = list(self.job_span) + [t for t in (lo, hi) if t is not None]
-        return (min(points), max(points)) if points else None
+    # Marks: one per row, drawn lane and band (placed on the clock or not), numbered
+    # ((row * lanes) + lane) * 2 + band.  Timed events come first and in time order, so a
+    # mark's first and last events are its earliest and latest; untimed ones are placed by
+    # their ordinal.
+    stride = 2 * (len(lanes) + 1)
+    groups = list(map(add, map(add, map(mul, row_of, repeat(stride)), map(mul, map(lane_number.__getitem__, lane_keys), repeat(2))),
+                      chain(repeat(0, timed), repeat(1, n - timed))))
+    counts = Counter(groups)
+    last = dict(zip(groups, range(n)))
+    first_of: dict[int, int] = dict(zip(reversed(groups), range(n - 1, -1, -1)))
+    positions: list[float] = [e.when.at.timestamp() for e in ev[:timed]]  # type: ignore[union-attr]
+    spread = [0.0 if e.when.basis is Basis.MEASURED else (e.when.uncertainty_s or 0.0)  # type: ignore[union-attr]
+              for e in ev[:timed]]
+    widest: dict[int, float] = {}
+    for i in range(timed):
+        if spread[i] > widest.get(groups[i], 0.0):
+            widest[groups[i]] = spread[i]
+    root_groups = {groups[i] for i in roots}
+    marks = []
+    for g in dict.fromkeys(groups):
+        r, rest = divmod(g, stride)
+        lane, band = divmod(rest, 2)
+        row, i, j = row_list[r], first_of[g], last[g]
+        a, b = (positions[i], positions[j]) if band == 0 else (float(i - timed), float(j - timed))
+        row.lanes.add(lane)
+        marks.append(Mark(row, lane_keys[i], PLACED if band == 0 else UNPLACED, a, b, widest.get(g, 0.0),
+                          counts[g], g in root_groups, bool(row.context), lane))
+    del lane_keys
+    t_min = t_max = None
+    job_span: list[float] = []
+    history_span: list[float] = []
+    if timed:
+        t_min = min(p - u for p, u in zip(positions, spread))
+        t_max = max(p + u for p, u in zip(positions, spread))
+        for span, context in ((job_span, False), (history_span, True)):
+            inside = [p for p, r in zip(positions, row_of) if bool(row_list[r].context) is context]
+            if inside:
+                span[:] = [min(inside), max(inside)]
+    kept_rows, cut_rows = _keep_rows(row_list)
+    kept_marks, cut_marks = _keep_marks(marks, {r.number for r in kept_rows})
+    present = {r.source for r in row_list}
+    lo, hi = window
+    points = job_span + [t for t in (lo, hi) if t is not None]
+    return TimelineView(kept_rows, lanes, kept_marks, n, cut_rows, cut_marks,
+                        (t_min, t_max) if t_min is not None else None, n - timed, row_of_ref,
+                        [s for s in SOURCES if s in present], (min(points), max(points)) if points else None,
+                        tuple(history_span) if history_span else None, folded)  # type: ignore[arg-type]
 
 
 def _lane_key(e: Event) -> tuple:
     """One swimlane per process (the timeline joined its rank, pid and host aliases), per
     host for a host's other lines; events that name none get their artifact's lane."""
-    if e.rank is not None or e.pid is not None:
-        return ("id", e.host or "", 0 if e.rank is not None else 1, e.rank if e.rank is not None else -1,
-                e.pid if e.pid is not None else -1)
-    if e.host:
-        return ("id", e.host, 2, -1, -1)
-    return ("file", e.ref.path)
+    return _lane_key_of(e.host, e.rank, e.pid, e.ref.path)
+
+
+def _lane_key_of(host: str | None, rank: int | None, pid: int | None, path: str) -> tuple:
+    if rank is not None or pid is not None:
+        return ("id", host or "", 0 if rank is not None else 1, rank if rank is not None else -1,
+                pid if pid is not None else -1)
+    if host:
+        return ("id", host, 2, -1, -1)
+    return ("file", path)
 
 
 def lane_of(e: Event) -> str:
@@ -294,24 +286,27 @@ def lane_label(key: tuple) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def _number_lanes(keys: set[tuple], marks: Iterable[Mark]) -> tuple[list[Lane], dict[tuple, int]]:
+def _number_lanes(keys: set[tuple], loud: set[tuple]) -> tuple[list[Lane], dict[tuple, int]]:
     """Lanes sorted (hosts and ranks first, then files); past MAX_LANES the quiet ones merge.
 
-    Lanes holding a root or severe mark are kept before quiet ones, so a fault never hides
-    in the merged lane."""
-    loud = {m.lane_key for m in marks if m.is_root or m.row.severity in SEVERE}
-    ordered = sorted(keys, key=lambda k: (k[0] != "id", k[1:]))
-    if len(ordered) > MAX_LANES:
-        chosen = [k for k in ordered if k in loud][: MAX_LANES - 1]
-        chosen += [k for k in ordered if k not in loud][: MAX_LANES - 1 - len(chosen)]
-        chosen = [k for k in ordered if k in set(chosen)]
+    Lanes holding a root or severe event (`loud`) are kept before quiet ones, so a fault
+    never hides in the merged lane."""
+    if len(keys) > MAX_LANES:  # the first MAX_LANES - 1 in lane order, loud ones first
+        chosen = heapq.nsmallest(MAX_LANES - 1, keys & loud, key=_lane_order)
+        chosen += heapq.nsmallest(MAX_LANES - 1 - len(chosen), keys - loud, key=_lane_order)
+        chosen.sort(key=_lane_order)
         numbers = {k: i for i, k in enumerate(chosen)}
         other = len(chosen)
         lane_number = {k: numbers.get(k, other) for k in keys}
         lanes = [Lane(i, lane_label(k)) for i, k in enumerate(chosen)] + [Lane(other, f"other lanes ({len(keys) - len(chosen)})")]
         return lanes, lane_number
+    ordered = sorted(keys, key=_lane_order)
     lane_number = {k: i for i, k in enumerate(ordered)}
     return [Lane(i, lane_label(k)) for i, k in enumerate(ordered)], lane_number
+
+
+def _lane_order(key: tuple) -> tuple:
+    return key[0] != "id", key[1:]
 
 
 def _keep_rows(rows: list[Row]) -> tuple[list[Row], int]:

@@ -29,9 +29,10 @@ This module runs them in order (`place`) and hands the placed events to `postmor
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import compress
+from operator import attrgetter
 
 from postmortem import job
 from postmortem.model import Case, ClockKind, Event
@@ -40,6 +41,9 @@ from postmortem.timeline.anchors import (apply_skews, boot_from_process_deaths, 
                                          place_untimed)
 from postmortem.timeline.boot import UTC, boot_times, kernel_anchor_boot, zone_from_kernel_copies
 from postmortem.timeline.stamps import fill_year, stamp_when, with_when
+
+
+_STAMP, _HOST = attrgetter("stamp"), attrgetter("host")
 
 
 @dataclass(frozen=True)
@@ -73,14 +77,15 @@ def place(case: Case, tz: str | None = None) -> Placed:
     events = share_line_stamps(list(case.events))
     local_used = False
     placed: list[Event] = []
-    by_artifact: dict[str, list[int]] = defaultdict(list)
     delta_base: dict[str, datetime | None] = {}
     for e in events:
+        if e.stamp is None:  # most lines of a big bundle: nothing to resolve, no copy
+            placed.append(e if e.when is None else with_when(e, None))
+            continue
         when = stamp_when(e, zone, zone_note, year, boots, delta_base)
-        if when and e.stamp and e.stamp.clock is ClockKind.WALL_LOCAL:
+        if when and e.stamp.clock is ClockKind.WALL_LOCAL:
             local_used = True
-        placed.append(e if when is None and e.when is None else with_when(e, when))  # no copy for nothing
-        by_artifact[e.ref.path].append(len(placed) - 1)
+        placed.append(e if when is None and e.when is None else with_when(e, when))
 
     anchored_boots = boot_from_process_deaths(placed, boots)
     if anchored_boots:
@@ -89,7 +94,7 @@ def place(case: Case, tz: str | None = None) -> Placed:
         placed = [with_when(e, stamp_when(e, zone, zone_note, year, boots, delta_base)) for e in events]
     skews = host_skews(placed)
     placed = apply_skews(placed, skews, notes)
-    place_untimed(placed, by_artifact, case)
+    place_untimed(placed, case)
     pin_to_process_death(placed)
     placed = job.join_identities(placed, list(case.facts))
     placed, copy_notes = job.merge_copies(placed)
@@ -101,22 +106,25 @@ def place(case: Case, tz: str | None = None) -> Placed:
     notes.extend(context_notes)
     if local_used:
         notes.append(f"times printed without a zone are read as {zone_note}")
-    if any(e.stamp and not e.stamp.year_known for e in case.events):
+    if any(s is not None and not s.year_known for s in map(_STAMP, case.events)):
         notes.append(f"year missing in some sources; filled with {year}" if year else
                      "year missing in some sources and no dated source to fill it")
     for host, (bt, where, *_) in boots.items():
         notes.append(f"boot time of {host or 'the host'}: {bt.isoformat()} ({where})")
-    hosts = tuple(sorted({e.host for e in placed if e.host}))
+    hosts = tuple(sorted(h for h in set(map(_HOST, placed)) if h))
     facts = case.facts + tuple(job.window_facts(window))
     return Placed(dataclasses.replace(case, events=tuple(placed), facts=facts), tuple(notes), hosts)
 
 
 def share_line_stamps(events: list[Event]) -> list[Event]:
     """A message matched on a line whose format parser read a time gets that time too."""
-    stamps = {(e.ref.path, e.ref.line): e.stamp for e in events if e.stamp and e.ref.line is not None}
+    stamps = {(e.ref.path, e.ref.line): e.stamp for e in compress(events, map(_STAMP, events)) if e.ref.line is not None}
+    if not stamps:
+        return events
+    paths = {path for path, _ in stamps}
     out = []
     for e in events:
-        if e.stamp is None and e.ref.line is not None and (e.ref.path, e.ref.line) in stamps:
+        if e.stamp is None and e.ref.line is not None and e.ref.path in paths and (e.ref.path, e.ref.line) in stamps:
             e = dataclasses.replace(e, stamp=stamps[(e.ref.path, e.ref.line)])
         out.append(e)
     return out

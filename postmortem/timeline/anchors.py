@@ -13,6 +13,7 @@ from collections import defaultdict
 from datetime import datetime
 
 from postmortem import signals
+from postmortem.job import of_kinds
 from postmortem.knowledge.registry import KIND, deaths, produced_by
 from postmortem.model import Basis, Case, ClockKind, Event, When
 from postmortem.parsers import clocks
@@ -32,13 +33,13 @@ def boot_from_process_deaths(placed: list[Event], boots: dict) -> dict:
     launcher's record of pid 1234 failing (wall time).  The median over all such pairs
     is robust to a wrong pair; the launcher notices a death up to a second late."""
     deaths: dict[tuple[str | None, int], datetime] = {}
-    for e in placed:
-        if e.kind in _LAUNCHER_DEATHS and e.pid is not None and e.when and e.when.at:
+    for e in of_kinds(placed, _LAUNCHER_DEATHS):
+        if e.pid is not None and e.when and e.when.at:
             key = (e.host, e.pid)
             deaths[key] = min(deaths.get(key, e.when.at), e.when.at)
     found: dict[str | None, list[float]] = defaultdict(list)
-    for e in placed:
-        if e.kind not in _KERNEL_DEATHS or e.pid is None or not e.stamp or e.stamp.clock is not ClockKind.BOOT:
+    for e in of_kinds(placed, _KERNEL_DEATHS) if deaths else ():
+        if e.pid is None or not e.stamp or e.stamp.clock is not ClockKind.BOOT:
             continue
         if e.host in boots or (e.host is None and boots):
             continue
@@ -60,8 +61,8 @@ def pin_to_process_death(placed: list[Event]) -> None:
     """A crash report with no time (faulthandler, gdb, a UCX block) goes where the
     launcher saw that process die: by pid when the report has one, else by its signal
     when exactly one launcher record died of that signal."""
-    deaths = [e for e in placed if e.kind in _LAUNCHER_DEATHS and e.when and e.when.at]
-    if not deaths:
+    deaths = [e for e in of_kinds(placed, _LAUNCHER_DEATHS) if e.when and e.when.at]
+    if not deaths or not of_kinds(placed, _FATAL_SIGNALS):
         return
     by_pid = {(e.pid): e for e in deaths if e.pid is not None}
     by_signal: dict[str, list[Event]] = defaultdict(list)
@@ -90,6 +91,9 @@ def _signal_name(text: str) -> str:
     return signals.name_of(text) or text.strip().upper()
 
 
+_ANCHOR_KINDS = frozenset({KIND.msg_rendezvous_complete, KIND.nccl_init})
+
+
 def _anchor_key(e: Event) -> tuple | None:
     """Events that several hosts log at one physical moment: the rendezvous that forms
     the group, NCCL init completing for one communicator."""
@@ -103,7 +107,7 @@ def _anchor_key(e: Event) -> tuple | None:
 def host_skews(placed: list[Event]) -> dict[str, tuple[float, int, float]]:
     """host -> (seconds its clock is ahead of the reference host, anchors, spread)."""
     per_host: dict[str, dict[tuple, list[datetime]]] = defaultdict(lambda: defaultdict(list))
-    for e in placed:
+    for e in of_kinds(placed, _ANCHOR_KINDS):
         key = _anchor_key(e)
         if key and e.host and e.when and e.when.at:
             per_host[e.host][key].append(e.when.at)
@@ -158,11 +162,28 @@ def apply_skews(placed: list[Event], skews: dict, notes: list[str]) -> list[Even
 
 # One shared value for every event without a time (most lines of a big NCCL bundle).
 _NO_TIME = When(None, Basis.ORDER_ONLY, None, "no time printed")
+# An event that no stage has placed yet (`when` None) is the pipeline's own, made by a parser
+# for this case and not yet seen by anything after the timeline: its empty `when` is filled in
+# where it is rather than by a copy (at 8,192 ranks, 400,000 copies cost half a second and
+# ~60 MB while both sets were alive).  Events that already carry a When are still copied.
+_set_when = Event.when.__set__  # type: ignore[attr-defined]
 
 
-def place_untimed(placed: list[Event], by_artifact: dict[str, list[int]], case: Case) -> None:
+def place_untimed(placed: list[Event], case: Case) -> None:
     """Untimed lines sit between the timed lines of the same file; a core by its mtime."""
     mtimes = {a.path: a.mtime for a in case.artifacts}
+    # Files with a timed line or a core are walked line by line; in the others (most files of
+    # a big NCCL bundle) every untimed line simply has no time.
+    walked = {e.ref.path for e in placed if (e.when is not None and e.when.at is not None)
+              or (e.kind in _CORE_KINDS and mtimes.get(e.ref.path))}
+    by_artifact: dict[str, list[int]] = defaultdict(list)
+    for i, e in enumerate(placed):
+        if e.ref.path in walked:
+            by_artifact[e.ref.path].append(i)
+        elif e.when is None:
+            _set_when(e, _NO_TIME)
+        elif e.when.at is None and e.when.basis is not Basis.ORDER_ONLY:
+            placed[i] = with_when(e, _NO_TIME)
     for path, idxs in by_artifact.items():
         timed = [i for i in idxs if placed[i].when and placed[i].when.at]
         nxt = 0  # index into `timed` of the first timed line after the current one

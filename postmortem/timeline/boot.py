@@ -84,12 +84,15 @@ def _raw_and_walled(events: list[Event]):
     with a wall time (dmesg and dmesg -T, or journal lines that keep the printk time)."""
     from postmortem.job import _body
 
+    from postmortem.job import of_kinds
+
+    kernel = of_kinds(events, KERNEL_KINDS)
     raw: dict[tuple[str | None, str], float] = {}
-    for e in events:
-        if e.stamp and e.stamp.clock is ClockKind.BOOT and e.kind in KERNEL_KINDS and e.stamp.seconds is not None:
+    for e in kernel:
+        if e.stamp and e.stamp.clock is ClockKind.BOOT and e.stamp.seconds is not None:
             raw.setdefault((e.host, _body(e)), e.stamp.seconds)
-    for e in events:
-        if e.stamp and e.stamp.clock in (ClockKind.WALL, ClockKind.WALL_LOCAL) and e.kind in KERNEL_KINDS:
+    for e in kernel:
+        if e.stamp and e.stamp.clock in (ClockKind.WALL, ClockKind.WALL_LOCAL):
             secs = raw.get((e.host, _body(e)))
             receipt = False
             if secs is None:

@@ -9,15 +9,18 @@ Nothing inferred is presented as measured: each `When` says its basis and note.
 from __future__ import annotations
 
 from datetime import datetime, tzinfo
+from operator import attrgetter
 
 from postmortem.model import Basis, Case, ClockKind, Event, When
 from postmortem.parsers import clocks
 from postmortem.timeline.boot import UTC, boot_s, boot_uncertainty
 
 
+_STAMP = attrgetter("stamp")
+
+
 def fill_year(case: Case) -> int | None:
-    years = [e.stamp.wall.year for e in case.events
-             if e.stamp and e.stamp.wall is not None and e.stamp.year_known]
+    years = [s.wall.year for s in map(_STAMP, case.events) if s is not None and s.wall is not None and s.year_known]
     if years:
         return sorted(years)[len(years) // 2]
     mtimes = [a.mtime.year for a in case.artifacts if a.mtime]
