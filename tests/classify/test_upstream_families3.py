@@ -118,3 +118,52 @@ CONTAINER = [
 def test_a_container_runtime_refusal_is_the_setup(tmp_path, name, make, cause):
     v = _analysis(tmp_path, "docker.log", make()).verdict
     assert (v.category.value, v.cause) == ("config", cause), v.trace
+
+
+# PyTorch c10d socket.cpp: C10D_WARNING("The client socket has failed to connect to {} {}.", addr, err)
+# after glog's header; err is "(errno: N - strerror)".  c10d/logging.h puts "[c10d] " before the text.
+_C10D = "[W1201 10:00:00.123456789 socket.cpp:752] [c10d] The client socket has failed to connect to %s (errno: %d - %s)."
+
+
+@pytest.mark.parametrize("errno,text", [(110, "Connection timed out"), (113, "No route to host")])
+def test_a_store_address_that_never_answers_is_the_network(tmp_path, errno, text):
+    v = _analysis(tmp_path, "stderr.txt", _C10D % ("[node-0.cluster]:29500", errno, text)).verdict
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+
+
+def test_a_refused_store_connection_says_only_that_nothing_listened_yet(tmp_path):
+    v = _analysis(tmp_path, "stderr.txt", _C10D % ("[node-0.cluster]:29500", 111, "Connection refused")).verdict
+    assert v.cause == "unknown"
+
+
+# ENOSPC from calls that write /dev/shm: CPython multiprocessing/synchronize.py SemLock (glibc
+# sem_open creates /dev/shm/sem.*), PyTorch torch/multiprocessing/reductions.py reduce_storage.
+_SEMLOCK_TB = ("Traceback (most recent call last):\n"
+               '  File "/w/proj/writer.py", line 40, in __init__\n'
+               "    self.q = mp.Queue(maxsize=8)\n"
+               '  File "/usr/lib/python3.10/multiprocessing/synchronize.py", line 57, in __init__\n'
+               "    sl = self._semlock = _multiprocessing.SemLock(\n"
+               "OSError: [Errno 28] No space left on device")
+
+
+def test_enospc_creating_a_semaphore_is_a_full_dev_shm(tmp_path):
+    v = _analysis(tmp_path, "stderr.txt", _SEMLOCK_TB).verdict
+    assert (v.category.value, v.cause) == ("config", "shm_exhausted"), v.trace
+
+
+def test_enospc_writing_a_checkpoint_is_not_read_as_shared_memory(tmp_path):
+    tb = ("Traceback (most recent call last):\n"
+          '  File "/w/proj/train.py", line 88, in save\n'
+          "    torch.save(state, path)\n"
+          "OSError: [Errno 28] No space left on device: '/data/ckpt/step1000.pt'")
+    assert _analysis(tmp_path, "stderr.txt", tb).verdict.cause != "shm_exhausted"
+
+
+def test_the_torch_build_without_the_gpus_architecture_is_the_setup(tmp_path):
+    # torch/cuda/__init__.py: "{} with CUDA capability sm_{} is not compatible with the current PyTorch installation."
+    text = ("/usr/lib/python3/site-packages/torch/cuda/__init__.py:173: UserWarning: \n"
+            "NVIDIA H100 80GB HBM3 with CUDA capability sm_90 is not compatible with the current PyTorch installation.\n"
+            "The current PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70.\n"
+            "RuntimeError: CUDA error: " + _msg("cudaErrorNoKernelImageForDevice"))
+    v = _analysis(tmp_path, "stderr.txt", text).verdict
+    assert (v.category.value, v.cause) == ("config", "cuda_driver_mismatch"), v.trace

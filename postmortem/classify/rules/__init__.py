@@ -10,7 +10,7 @@ from postmortem.classify.rules.comms import (KernelRdmaFault, NcclStoppedDuringI
                                              SilentCollectiveHang)
 from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, HighHostMemoryThenDeath,
                                               KilledWithoutReason, MeasuredLimit, MemoryLimitSet,
-                                              SigbusContext)
+                                              ShmFullInPython, SigbusContext)
 from postmortem.classify.rules.hang import FlightRecorderHang
 from postmortem.classify.rules.hardware import GpuHealth
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
@@ -20,6 +20,7 @@ RULES: tuple[Rule, ...] = (
     XidCatalog(),
     CatalogReadings(),
     SigbusContext(),
+    ShmFullInPython(),
     NcclVersionMismatch(),
     CollectiveTimeout(),
     SilentCollectiveHang(),
