@@ -167,3 +167,21 @@ def test_the_torch_build_without_the_gpus_architecture_is_the_setup(tmp_path):
             "RuntimeError: CUDA error: " + _msg("cudaErrorNoKernelImageForDevice"))
     v = _analysis(tmp_path, "stderr.txt", text).verdict
     assert (v.category.value, v.cause) == ("config", "cuda_driver_mismatch"), v.trace
+
+
+# aten MapAllocator: "unable to open shared memory object <{}> in read-write mode: {} ({})" with strerror/errno.
+_SHM_OPEN = "RuntimeError: unable to open shared memory object <%s> in read-write mode: %s (%d)"
+
+
+@pytest.mark.parametrize("err,no,cause", [("No space left on device", 28, "shm_exhausted"),
+                                          ("Too many open files", 24, "fd_limit")])
+def test_a_shared_tensor_that_cannot_be_opened_is_read_by_its_errno(tmp_path, err, no, cause):
+    v = _analysis(tmp_path, "stderr.txt", _SHM_OPEN % ("/torch_18692_1954506624", err, no)).verdict
+    assert (v.category.value, v.cause) == ("config", cause), v.trace
+
+
+def test_nvidia_smi_without_a_loaded_driver_is_the_host_setup(tmp_path):
+    # nvidia-smi on NVML_ERROR_DRIVER_NOT_LOADED
+    v = _analysis(tmp_path, "nvidia-smi.txt", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
+                                              "driver. Make sure that the latest NVIDIA driver is installed and running.").verdict
+    assert (v.category.value, v.cause) == ("config", "driver_library_mismatch"), v.trace

@@ -93,6 +93,8 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "dataloader_worker_crash", "specific", "a worker crashed in dataset code or a native library"),
     ("pt.shm_alloc_failed", "dataloader", WHEEL, "unable to allocate shared memory(shm) for file <{}>",
      "shm_exhausted", "specific", "a shared-memory segment could not be allocated"),
+    ("pt.shm_open_failed", "dataloader", WHEEL, "unable to open shared memory object <{}> in read-write mode: {} ({d})",
+     "context", "subsystem", "aten MapAllocator could not shm_open a tensor's shared-memory file: the strerror says why"),
     ("pt.shm_write_failed", "dataloader", WHEEL, "unable to write to file <{}>",
      "shm_exhausted", "subsystem", "writing a shared-memory file failed (the errno says why)"),
     ("pt.too_many_open_files", "dataloader", WHEEL, "Too many open files. Communication with the workers is no longer possible.",
@@ -141,6 +143,10 @@ SIGNAL_READINGS = {"Bus": "shm_exhausted", "Killed": "host_oom", "Segmentation":
 # errno's name and strerror text into DistNetworkError: "code: -98, name: EADDRINUSE,
 # message: address already in use").  Keyed by family; first text found wins.
 ERRNO_READINGS = {
+    # aten MapAllocator (shared tensors of DataLoader workers, torch.multiprocessing) appends
+    # "strerror (errno)" to its shm_open/ftruncate/write failures.
+    "dataloader": {"No space left on device": "shm_exhausted", "Too many open files": "fd_limit",
+                   "Permission denied": "shm_permissions"},
     "c10d": {"EADDRINUSE": "port_in_use", "ddress already in use": "port_in_use",
              "EHOSTUNREACH": "nccl_network", "o route to host": "nccl_network",
              "ENETUNREACH": "nccl_network", "etwork is unreachable": "nccl_network",
