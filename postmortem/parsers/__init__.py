@@ -145,11 +145,11 @@ class _Deferred:
     everything.  Until then it is not busy and finishing it does nothing (the index checks
     both of a fresh instance)."""
 
-    __slots__ = ("name", "_entry", "_path", "_sink", "_real", "prefilter", "gate_start", "gate_words")
+    __slots__ = ("name", "_entry", "_path", "_sink", "_real", "_patterns", "gate_start", "gate_words")
 
-    def __init__(self, entry: dict, patterns: tuple, path: str, sink: Sink) -> None:
+    def __init__(self, entry: dict, patterns: _Patterns, path: str, sink: Sink) -> None:
         self.name, self._entry, self._path, self._sink, self._real = entry["name"], entry, path, sink, None
-        self.prefilter, self.gate_start, self.gate_words = patterns
+        self._patterns, self.gate_start, self.gate_words = patterns, patterns.gate_start, patterns.gate_words
 
     def real(self) -> LineParser:
         if self._real is None:
@@ -169,7 +169,7 @@ class _Deferred:
             if not ((self.gate_start is not None and self.gate_start.match(text))
                     or (self.gate_words is not None and self.gate_words.search(text))):
                 return False
-        return self.prefilter.search(text) is not None
+        return self._patterns.prefilter().search(text) is not None
 
     def feed(self, line: Line) -> bool:
         return self.real().feed(line)
@@ -179,7 +179,23 @@ class _Deferred:
             self._real.finish()
 
 
-_PATTERNS: dict[str, tuple] = {}
+class _Patterns:
+    """An indexed parser's gates, and its prefilter compiled the first time a line passes
+    the gates (the big prefilters are the ones behind gates)."""
+
+    __slots__ = ("gate_start", "gate_words", "_prefilter", "_spec")
+
+    def __init__(self, entry: dict) -> None:
+        self.gate_start, self.gate_words = _pattern(entry["gate_start"]), _pattern(entry["gate_words"])
+        self._spec, self._prefilter = entry["prefilter"], None
+
+    def prefilter(self) -> re.Pattern[str]:
+        if self._prefilter is None:
+            self._prefilter = _pattern(self._spec)
+        return self._prefilter
+
+
+_PATTERNS: dict[str, _Patterns] = {}
 
 
 def _instances(path: str, sink: Sink, imported=sys.modules) -> list:
@@ -200,8 +216,7 @@ def _instances(path: str, sink: Sink, imported=sys.modules) -> list:
         key = f"{e['module']}.{e['class']}"
         patterns = _PATTERNS.get(key)
         if patterns is None:
-            patterns = _PATTERNS[key] = (_pattern(e["prefilter"]), _pattern(e["gate_start"]),
-                                                 _pattern(e["gate_words"]))
+            patterns = _PATTERNS[key] = _Patterns(e)
         out.append(_Deferred(e, patterns, path, sink))
     return out
 
