@@ -214,3 +214,16 @@ def test_fabric_manager_progress_lines_claim_nothing(tmp_path):
     v = _analysis(tmp_path, "journal.txt", "Dec 01 10:00:00 node1 start.sh[2211]: Polling for at least one Infiniband "
                                            "device before starting Fabric Manager...").verdict
     assert v.cause == "unknown"
+
+
+# Kubernetes container status reason "OOMKilled" (kubectl describe pod / get pods), Docker State.OOMKilled.
+@pytest.mark.parametrize("text", ["    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137",
+                                  "trainer-0   0/1     OOMKilled   2 (30s ago)   5m",
+                                  '            "OOMKilled": true,'])
+def test_a_container_the_oom_killer_ended_is_host_memory(tmp_path, text):
+    v = _analysis(tmp_path, "describe.txt", text).verdict
+    assert (v.category.value, v.cause) == ("config", "host_oom"), v.trace
+
+
+def test_docker_saying_oomkilled_false_claims_nothing(tmp_path):
+    assert _analysis(tmp_path, "inspect.json", '            "OOMKilled": false,').verdict.cause == "unknown"
