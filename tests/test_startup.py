@@ -50,7 +50,7 @@ def test_the_html_report_loads_precompiled_templates(tmp_path):
 def test_packaged_files_are_the_package_data_importlib_resources_names():
     from importlib import resources
 
-    for package, parts in (("postmortem.knowledge", ("causes.toml",)), ("postmortem", ("grammars", "nccl.lark")),
+    for package, parts in (("postmortem.knowledge", ("causes.toml",)), ("postmortem", ("grammar_tables", "nccl.json")),
                            ("postmortem.report", ("templates", "report.html.j2"))):
         ours = packaged(package, *parts)
         assert isinstance(ours, Path)
