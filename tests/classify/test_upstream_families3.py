@@ -185,3 +185,32 @@ def test_nvidia_smi_without_a_loaded_driver_is_the_host_setup(tmp_path):
     v = _analysis(tmp_path, "nvidia-smi.txt", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
                                               "driver. Make sure that the latest NVIDIA driver is installed and running.").verdict
     assert (v.category.value, v.cause) == ("config", "driver_library_mismatch"), v.trace
+
+
+# open-gpu-kernel-modules osapi.c: "NVRM: API mismatch: the client '%s' (pid %u)\nNVRM: has the version %s, but
+# this kernel module has\nNVRM: the version %s. ..." (older drivers: "the client has the version %s, but").
+@pytest.mark.parametrize("head", ["NVRM: API mismatch: the client 'nvidia-smi' (pid 4242)",
+                                  "NVRM: API mismatch: the client has the version 570.153.02, but"])
+def test_a_kernel_module_of_another_version_than_its_client_is_the_setup(tmp_path, head):
+    text = (f"[   12.014918] {head}\n"
+            "               NVRM: this kernel module has the version 570.144.  Please\n"
+            "[   23.991672] NVRM: GPU 0000:07:00.0: RmInitAdapter failed! (0x61:0x56:1770)")
+    v = _analysis(tmp_path, "dmesg.txt", text).verdict
+    assert (v.category.value, v.cause) == ("config", "driver_library_mismatch"), v.trace
+
+
+# Fabric Manager's own failure lines (journal / fabricmanager.log): the NVSwitch fabric is down.
+@pytest.mark.parametrize("line", [
+    "Dec 01 10:00:00 node1 nv-fabricmanager[2211]: request to query NVSwitch device information from NVSwitch driver "
+    "failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]",
+    "Dec 01 10:00:00 node1 systemd[1]: Failed to start NVIDIA fabric manager service.",
+])
+def test_a_fabric_manager_failure_is_the_fabric(tmp_path, line):
+    v = _analysis(tmp_path, "journal.txt", line).verdict
+    assert (v.category.value, v.cause) == ("comms", "nvls_fabric"), v.trace
+
+
+def test_fabric_manager_progress_lines_claim_nothing(tmp_path):
+    v = _analysis(tmp_path, "journal.txt", "Dec 01 10:00:00 node1 start.sh[2211]: Polling for at least one Infiniband "
+                                           "device before starting Fabric Manager...").verdict
+    assert v.cause == "unknown"
