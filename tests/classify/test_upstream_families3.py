@@ -214,3 +214,38 @@ def test_fabric_manager_progress_lines_claim_nothing(tmp_path):
     v = _analysis(tmp_path, "journal.txt", "Dec 01 10:00:00 node1 start.sh[2211]: Polling for at least one Infiniband "
                                            "device before starting Fabric Manager...").verdict
     assert v.cause == "unknown"
+
+
+# Kubernetes container status reason "OOMKilled" (kubectl describe pod / get pods), Docker State.OOMKilled.
+@pytest.mark.parametrize("text", ["    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137",
+                                  "trainer-0   0/1     OOMKilled   2 (30s ago)   5m",
+                                  '            "OOMKilled": true,'])
+def test_a_container_the_oom_killer_ended_is_host_memory(tmp_path, text):
+    v = _analysis(tmp_path, "describe.txt", text).verdict
+    assert (v.category.value, v.cause) == ("config", "host_oom"), v.trace
+
+
+def test_docker_saying_oomkilled_false_claims_nothing(tmp_path):
+    assert _analysis(tmp_path, "inspect.json", '            "OOMKilled": false,').verdict.cause == "unknown"
+
+
+# NCCL src/misc/socket.cc: INFO "%s : Using%s" with "[%d]%s:%s" per interface (bootstrap and NET/Socket).
+def _using(host, network, *ifaces):
+    return f"{host}:2211:2211 [0] NCCL INFO {network} : Using " + " ".join(f"[{i}]{x}<0>" for i, x in enumerate(ifaces))
+
+
+def test_a_host_only_interface_in_a_job_on_two_hosts_is_the_network(tmp_path):
+    text = "\n".join([_using("node1", "Bootstrap", "docker0:172.17.0.1"), _using("node2", "Bootstrap", "docker0:172.17.0.1")])
+    v = _analysis(tmp_path, "nccl.log", text).verdict
+    assert (v.category.value, v.cause) == ("comms", "nccl_network") and v.root.rule == "host-only-interface", v.trace
+
+
+def test_a_host_only_interface_on_one_host_only_leans(tmp_path):
+    text = _using("node1", "NET/Socket", "bond0:192.168.1.161", "br-05ab815fa14e:172.19.0.1", "veth6163fba:fe80::b878%veth6163fba")
+    v = _analysis(tmp_path, "nccl.log", text).verdict
+    assert v.cause == "unknown" and any("host-only-interface" in t for t in v.trace)
+
+
+def test_ordinary_interfaces_say_nothing(tmp_path):
+    text = "\n".join([_using("node1", "NET/Socket", "eth0:10.0.0.1", "ib0:192.168.1.1"), _using("node2", "Bootstrap", "eth0:10.0.0.2")])
+    assert not any("host-only-interface" in t for t in _analysis(tmp_path, "nccl.log", text).verdict.trace)
