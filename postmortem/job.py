@@ -260,9 +260,10 @@ def _is_start(e: Event) -> bool:
 
 def find_window(events: list[Event], facts: list[Fact] = ()) -> Window:  # type: ignore[assignment]
     kfiles = kernel_files(events)
-    starts = [e for e in of_kinds(events, START_KINDS) if e.when and e.when.at]
+    marks = [e for e in of_kinds(events, START_KINDS + END_KINDS) if e.when and e.when.at]
+    starts = [e for e in marks if e.kind in START_KINDS]
     start = min(starts, key=lambda e: e.when.at) if starts else None  # type: ignore[union-attr]
-    ends = [e for e in of_kinds(events, END_KINDS) if e.when and e.when.at]
+    ends = [e for e in marks if e.kind in END_KINDS]
     end = max(ends, key=lambda e: e.when.at) if ends else None  # type: ignore[union-attr]
     if start and end and end.when.at < start.when.at:  # type: ignore[union-attr,operator]
         end = None
