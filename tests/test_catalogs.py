@@ -289,3 +289,19 @@ def test_a_line_quoted_with_its_closing_words_cut_still_matches_its_entry():
     assert C.match_message(cut, ("pytorch",)).entry.id == "pt.watchdog_timeout"
     assert C.match_message(full.split(" milliseconds")[0], ("pytorch",)) is None
     assert C.match_message(cut + " and then something else", ("pytorch",)) is None
+
+
+def test_a_spliced_string_literal_reads_as_the_compiler_reads_it():
+    """A backslash-newline inside a C string literal is a line splice: NCCL 2.14-2.21's
+    net_socket.cc 'message truncated' WARN continues on the next source line, and the
+    indentation there is part of what NCCL prints."""
+    sys.path.insert(0, str(ROOT / "tools/catalogs"))
+    from printf import first_string_arg
+    src = 'WARN("peer %s truncated, \\\n          there may be a mismatch", peer);'
+    fmt, _ = first_string_arg(src, src.index("(") + 1)
+    assert fmt == "peer %s truncated,           there may be a mismatch"
+    line = ("node1:2211:2290 [0] transport/net_socket.cc:483 NCCL WARN NET/Socket : peer 10.0.0.2<53254> message truncated : "
+            "receiving 1048576 bytes instead of 65536. If you believe your socket network is in healthy state,           "
+            "there may be a mismatch in collective sizes or environment settings (e.g. NCCL_PROTO, NCCL_ALGO) between ranks")
+    m = C.match_nccl(line)
+    assert m is not None and "\\" not in m.entry.name

@@ -6,11 +6,21 @@ PARSERS is the one ordered list of text formats, discovered from the package (se
 tracebacks and a faulthandler dump is read by the right parser line by line.  Message
 patterns from the knowledge files (messages.py) are matched on every line in addition,
 whoever claimed it.
+
+Importing every parser module costs more than reading a small bundle, so a text artifact
+starts with stand-ins (`_Deferred`) built from index.json (made by tools/parser_index.py:
+each parser's name, order, prefilter and gates, with a digest of the package's sources):
+a parser's module is imported the first time its prefilter takes a line.  The index is used
+only while it was made from exactly these sources by this Python version; otherwise, and
+once anything reads PARSERS, the real classes are used, as before.
 """
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
+import re
+import sys
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
@@ -35,9 +45,201 @@ def discover(package: str = __name__, path=None) -> tuple[type[LineParser], ...]
     return tuple(sorted(found.values(), key=lambda cls: (cls.order, cls.name)))
 
 
+class _Registry:
+    """PARSERS: the tuple `discover()` returns, found the first time it is read (iterated,
+    indexed, compared); parse_text does not read it while index.json is current."""
+
+    def __init__(self) -> None:
+        self._found: tuple[type[LineParser], ...] | None = None
+
+    @property
+    def found(self) -> tuple[type[LineParser], ...]:
+        if self._found is None:
+            self._found = discover()
+        return self._found
+
+    @property
+    def resolved(self) -> bool:
+        return self._found is not None
+
+    def __iter__(self):
+        return iter(self.found)
+
+    def __len__(self) -> int:
+        return len(self.found)
+
+    def __getitem__(self, i):
+        return self.found[i]
+
+    def __contains__(self, cls) -> bool:
+        return cls in self.found
+
+    def __eq__(self, other) -> bool:
+        return self.found == (other.found if isinstance(other, _Registry) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.found)
+
+    def __repr__(self) -> str:
+        return repr(self.found)
+
+
 # The parser registry.  Order matters only when two prefilters match the same line: the first
 # to claim wins (each parser's `order`).
-PARSERS: tuple[type[LineParser], ...] = discover()
+PARSERS: tuple[type[LineParser], ...] = _Registry()  # type: ignore[assignment]
+
+INDEX = "index.json"
+# What a parser's prefilter may be built from besides the parsers package itself.
+INDEX_ALSO = ("signals.py", "sizes.py")
+
+
+def index_sources() -> dict[str, str]:
+    """The texts the index is made from: every module of the package's folders, and INDEX_ALSO."""
+    from pathlib import Path
+
+    out = {}
+    for folder in __path__:
+        for f in sorted(Path(folder).glob("*.py")):
+            out[f"parsers/{f.name}"] = f.read_text(encoding="utf-8")
+    top = Path(__file__).resolve().parent.parent
+    for name in INDEX_ALSO:
+        out[name] = (top / name).read_text(encoding="utf-8")
+    return out
+
+
+def index_digest() -> str:
+    import hashlib
+
+    h = hashlib.sha256(f"python {sys.version_info[0]}.{sys.version_info[1]}\n".encode())
+    for name, text in index_sources().items():
+        h.update(f"{name}\n{len(text)}\n".encode())
+        h.update(text.encode("utf-8"))
+    return h.hexdigest()
+
+
+_INDEX_STATE: list = []   # [the current index's parsers, or None], once looked up
+
+
+def _index() -> list[dict] | None:
+    """index.json's parsers when the index was made from the current sources, else None."""
+    if not _INDEX_STATE:
+        from importlib import resources
+
+        try:
+            made = json.loads(resources.files(__name__).joinpath(INDEX).read_text(encoding="utf-8"))
+            current = made.get("digest") == index_digest()
+        except (OSError, ValueError):
+            made, current = {}, False
+        _INDEX_STATE.append(made["parsers"] if current else None)
+    return _INDEX_STATE[0]
+
+
+def _pattern(spec) -> re.Pattern[str] | None:
+    return None if spec is None else re.compile(spec[0], spec[1])
+
+
+class _Deferred:
+    """A parser whose module is not imported yet, for one artifact: `wants` answers from the
+    prefilter and gates of its index entry (LineParser.wants, which the indexed parser does
+    not override); the first line it is fed makes the real parser, which then answers
+    everything.  Until then it is not busy and finishing it does nothing (the index checks
+    both of a fresh instance)."""
+
+    __slots__ = ("name", "_entry", "_path", "_sink", "_real", "_patterns", "gate_start", "gate_words")
+
+    def __init__(self, entry: dict, patterns: _Patterns, path: str, sink: Sink) -> None:
+        self.name, self._entry, self._path, self._sink, self._real = entry["name"], entry, path, sink, None
+        self._patterns, self.gate_start, self.gate_words = patterns, patterns.gate_start, patterns.gate_words
+
+    def real(self) -> LineParser:
+        if self._real is None:
+            module = importlib.import_module(self._entry["module"])
+            self._real = getattr(module, self._entry["class"])(self._path, self._sink)
+        return self._real
+
+    @property
+    def busy(self) -> bool:
+        return self._real is not None and self._real.busy
+
+    def wants(self, line: Line) -> bool:
+        if self._real is not None:
+            return self._real.wants(line)
+        text = line.text
+        if self.gate_start is not None or self.gate_words is not None:
+            if not ((self.gate_start is not None and self.gate_start.match(text))
+                    or (self.gate_words is not None and self.gate_words.search(text))):
+                return False
+        return self._patterns.prefilter().search(text) is not None
+
+    def feed(self, line: Line) -> bool:
+        return self.real().feed(line)
+
+    def finish(self) -> None:
+        if self._real is not None:
+            self._real.finish()
+
+
+class _Patterns:
+    """An indexed parser's gates, and its prefilter compiled the first time a line passes
+    the gates (the big prefilters are the ones behind gates)."""
+
+    __slots__ = ("gate_start", "gate_words", "_prefilter", "_spec")
+
+    def __init__(self, entry: dict) -> None:
+        self.gate_start, self.gate_words = _pattern(entry["gate_start"]), _pattern(entry["gate_words"])
+        self._spec, self._prefilter = entry["prefilter"], None
+
+    def prefilter(self) -> re.Pattern[str]:
+        if self._prefilter is None:
+            self._prefilter = _pattern(self._spec)
+        return self._prefilter
+
+
+_PATTERNS: dict[str, _Patterns] = {}
+
+
+def _instances(path: str, sink: Sink, imported=sys.modules) -> list:
+    """One parser per registered format for one artifact, in registry order: stand-ins for
+    those whose module is not `imported` yet, while the index is current and PARSERS was not
+    read or replaced."""
+    registry = PARSERS
+    entries = _index() if isinstance(registry, _Registry) and not registry.resolved else None
+    if entries is None:
+        return [cls(path, sink) for cls in registry]
+    out = []
+    for e in entries:
+        module = imported.get(e["module"])
+        if module is not None or e["eager"]:
+            cls = getattr(module or importlib.import_module(e["module"]), e["class"])
+            out.append(cls(path, sink))
+            continue
+        key = f"{e['module']}.{e['class']}"
+        patterns = _PATTERNS.get(key)
+        if patterns is None:
+            patterns = _PATTERNS[key] = _Patterns(e)
+        out.append(_Deferred(e, patterns, path, sink))
+    return out
+
+
+def index() -> dict:
+    """What tools/parser_index.py writes to index.json: every parser of PARSERS in order, with
+    what `_Deferred` needs, and whether it must be imported at once (it overrides `wants`, or
+    a fresh instance is busy or writes something when finished)."""
+    def spec(rx):
+        return None if rx is None else [rx.pattern, rx.flags]
+
+    parsers = []
+    for cls in discover():
+        sink = Sink()
+        fresh = cls("index", sink)
+        fresh_busy = bool(fresh.busy)
+        fresh.finish()
+        quiet = not (sink.events or sink.stacks or sink.facts or sink.problems)
+        eager = cls.wants is not LineParser.wants or fresh_busy or not quiet or cls.prefilter is None
+        parsers.append({"name": cls.name, "module": cls.__module__, "class": cls.__qualname__, "order": cls.order,
+                        "prefilter": spec(cls.prefilter), "gate_start": spec(cls.gate_start),
+                        "gate_words": spec(cls.gate_words), "eager": eager})
+    return {"generator": "tools/parser_index.py", "digest": index_digest(), "parsers": parsers}
 
 
 @dataclass
@@ -63,7 +265,7 @@ def parse_text(path: str, raw_lines: Iterable[str], host: str | None = None,
     again, and parsing stops with what it has when time or the event budget runs out.
     `raw_lines` may be a bundle.Lines, whose numbering skips runs of blank lines."""
     sink = Sink(numbering=numbering) if numbering is not None else Sink()
-    parsers = [cls(path, sink) for cls in PARSERS]
+    parsers = _instances(path, sink)
     matcher = messages.MessageMatcher(path, sink, k)
     used: set[str] = set()
     in_block: list[LineParser] = []  # parsers inside a multi-line block, in registry order

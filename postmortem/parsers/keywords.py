@@ -41,3 +41,27 @@ def any_word(words: Iterable[str]) -> re.Pattern[str]:
     if not words:
         return re.compile(r"(?!)")
     return re.compile(_pattern(_trie(words)))
+
+
+class LazyAnyWord:
+    """any_word(words), compiled only once it pays: building and compiling the trie of a few
+    hundred words costs as much as testing them one by one on a few hundred lines, so the
+    first `plain_lines` searches test the words one by one (a bundle of one short log never
+    compiles it).  `search(text)` is truthy iff text contains one of the words, either way."""
+
+    __slots__ = ("words", "_left", "_compiled")
+
+    def __init__(self, words: Iterable[str], plain_lines: int = 256) -> None:
+        self.words = tuple(sorted(set(w for w in words if w)))
+        self._left = plain_lines
+        self._compiled: re.Pattern[str] | None = None
+
+    def search(self, text: str):
+        if self._compiled is not None:
+            return self._compiled.search(text)
+        if self._left > 0:
+            self._left -= 1
+            return any(w in text for w in self.words)
+        self._compiled = any_word(self.words)
+        return self._compiled.search(text)
+

@@ -13,7 +13,7 @@ import re
 from postmortem import knowledge
 from postmortem.model import Severity
 from postmortem.parsers.base import Line, Sink
-from postmortem.parsers.keywords import any_word
+from postmortem.parsers.keywords import LazyAnyWord
 from postmortem.parsers.stamps import leading_stamp
 
 
@@ -23,14 +23,14 @@ _NCCL_STAMP = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\] ")
 
 class MessageMatcher:
     name = "messages"
-    _compiled: dict[int, tuple[re.Pattern[str], tuple]] = {}
+    _compiled: dict[int, tuple[LazyAnyWord, tuple]] = {}
 
     def __init__(self, path: str, sink: Sink, k: knowledge.Knowledge | None = None) -> None:
         self.path, self.sink = path, sink
         self.k = k or knowledge.load()
         key = id(self.k.messages)
         if key not in self._compiled:
-            self._compiled[key] = (any_word(kw for m in self.k.messages for kw in m.keywords), self.k.messages)
+            self._compiled[key] = (LazyAnyWord(kw for m in self.k.messages for kw in m.keywords), self.k.messages)
         self.prefilter, self.patterns = self._compiled[key]
         # A context message (a version, a progress bar) printed again in the very same line
         # adds to the `lines` of its first event instead of making another one.

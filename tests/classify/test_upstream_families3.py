@@ -118,3 +118,134 @@ CONTAINER = [
 def test_a_container_runtime_refusal_is_the_setup(tmp_path, name, make, cause):
     v = _analysis(tmp_path, "docker.log", make()).verdict
     assert (v.category.value, v.cause) == ("config", cause), v.trace
+
+
+# PyTorch c10d socket.cpp: C10D_WARNING("The client socket has failed to connect to {} {}.", addr, err)
+# after glog's header; err is "(errno: N - strerror)".  c10d/logging.h puts "[c10d] " before the text.
+_C10D = "[W1201 10:00:00.123456789 socket.cpp:752] [c10d] The client socket has failed to connect to %s (errno: %d - %s)."
+
+
+@pytest.mark.parametrize("errno,text", [(110, "Connection timed out"), (113, "No route to host")])
+def test_a_store_address_that_never_answers_is_the_network(tmp_path, errno, text):
+    v = _analysis(tmp_path, "stderr.txt", _C10D % ("[node-0.cluster]:29500", errno, text)).verdict
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+
+
+def test_a_refused_store_connection_says_only_that_nothing_listened_yet(tmp_path):
+    v = _analysis(tmp_path, "stderr.txt", _C10D % ("[node-0.cluster]:29500", 111, "Connection refused")).verdict
+    assert v.cause == "unknown"
+
+
+# ENOSPC from calls that write /dev/shm: CPython multiprocessing/synchronize.py SemLock (glibc
+# sem_open creates /dev/shm/sem.*), PyTorch torch/multiprocessing/reductions.py reduce_storage.
+_SEMLOCK_TB = ("Traceback (most recent call last):\n"
+               '  File "/w/proj/writer.py", line 40, in __init__\n'
+               "    self.q = mp.Queue(maxsize=8)\n"
+               '  File "/usr/lib/python3.10/multiprocessing/synchronize.py", line 57, in __init__\n'
+               "    sl = self._semlock = _multiprocessing.SemLock(\n"
+               "OSError: [Errno 28] No space left on device")
+
+
+def test_enospc_creating_a_semaphore_is_a_full_dev_shm(tmp_path):
+    v = _analysis(tmp_path, "stderr.txt", _SEMLOCK_TB).verdict
+    assert (v.category.value, v.cause) == ("config", "shm_exhausted"), v.trace
+
+
+def test_enospc_writing_a_checkpoint_is_not_read_as_shared_memory(tmp_path):
+    tb = ("Traceback (most recent call last):\n"
+          '  File "/w/proj/train.py", line 88, in save\n'
+          "    torch.save(state, path)\n"
+          "OSError: [Errno 28] No space left on device: '/data/ckpt/step1000.pt'")
+    assert _analysis(tmp_path, "stderr.txt", tb).verdict.cause != "shm_exhausted"
+
+
+def test_the_torch_build_without_the_gpus_architecture_is_the_setup(tmp_path):
+    # torch/cuda/__init__.py: "{} with CUDA capability sm_{} is not compatible with the current PyTorch installation."
+    text = ("/usr/lib/python3/site-packages/torch/cuda/__init__.py:173: UserWarning: \n"
+            "NVIDIA H100 80GB HBM3 with CUDA capability sm_90 is not compatible with the current PyTorch installation.\n"
+            "The current PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70.\n"
+            "RuntimeError: CUDA error: " + _msg("cudaErrorNoKernelImageForDevice"))
+    v = _analysis(tmp_path, "stderr.txt", text).verdict
+    assert (v.category.value, v.cause) == ("config", "cuda_driver_mismatch"), v.trace
+
+
+# aten MapAllocator: "unable to open shared memory object <{}> in read-write mode: {} ({})" with strerror/errno.
+_SHM_OPEN = "RuntimeError: unable to open shared memory object <%s> in read-write mode: %s (%d)"
+
+
+@pytest.mark.parametrize("err,no,cause", [("No space left on device", 28, "shm_exhausted"),
+                                          ("Too many open files", 24, "fd_limit")])
+def test_a_shared_tensor_that_cannot_be_opened_is_read_by_its_errno(tmp_path, err, no, cause):
+    v = _analysis(tmp_path, "stderr.txt", _SHM_OPEN % ("/torch_18692_1954506624", err, no)).verdict
+    assert (v.category.value, v.cause) == ("config", cause), v.trace
+
+
+def test_nvidia_smi_without_a_loaded_driver_is_the_host_setup(tmp_path):
+    # nvidia-smi on NVML_ERROR_DRIVER_NOT_LOADED
+    v = _analysis(tmp_path, "nvidia-smi.txt", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
+                                              "driver. Make sure that the latest NVIDIA driver is installed and running.").verdict
+    assert (v.category.value, v.cause) == ("config", "driver_library_mismatch"), v.trace
+
+
+# open-gpu-kernel-modules osapi.c: "NVRM: API mismatch: the client '%s' (pid %u)\nNVRM: has the version %s, but
+# this kernel module has\nNVRM: the version %s. ..." (older drivers: "the client has the version %s, but").
+@pytest.mark.parametrize("head", ["NVRM: API mismatch: the client 'nvidia-smi' (pid 4242)",
+                                  "NVRM: API mismatch: the client has the version 570.153.02, but"])
+def test_a_kernel_module_of_another_version_than_its_client_is_the_setup(tmp_path, head):
+    text = (f"[   12.014918] {head}\n"
+            "               NVRM: this kernel module has the version 570.144.  Please\n"
+            "[   23.991672] NVRM: GPU 0000:07:00.0: RmInitAdapter failed! (0x61:0x56:1770)")
+    v = _analysis(tmp_path, "dmesg.txt", text).verdict
+    assert (v.category.value, v.cause) == ("config", "driver_library_mismatch"), v.trace
+
+
+# Fabric Manager's own failure lines (journal / fabricmanager.log): the NVSwitch fabric is down.
+@pytest.mark.parametrize("line", [
+    "Dec 01 10:00:00 node1 nv-fabricmanager[2211]: request to query NVSwitch device information from NVSwitch driver "
+    "failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]",
+    "Dec 01 10:00:00 node1 systemd[1]: Failed to start NVIDIA fabric manager service.",
+])
+def test_a_fabric_manager_failure_is_the_fabric(tmp_path, line):
+    v = _analysis(tmp_path, "journal.txt", line).verdict
+    assert (v.category.value, v.cause) == ("comms", "nvls_fabric"), v.trace
+
+
+def test_fabric_manager_progress_lines_claim_nothing(tmp_path):
+    v = _analysis(tmp_path, "journal.txt", "Dec 01 10:00:00 node1 start.sh[2211]: Polling for at least one Infiniband "
+                                           "device before starting Fabric Manager...").verdict
+    assert v.cause == "unknown"
+
+
+# Kubernetes container status reason "OOMKilled" (kubectl describe pod / get pods), Docker State.OOMKilled.
+@pytest.mark.parametrize("text", ["    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137",
+                                  "trainer-0   0/1     OOMKilled   2 (30s ago)   5m",
+                                  '            "OOMKilled": true,'])
+def test_a_container_the_oom_killer_ended_is_host_memory(tmp_path, text):
+    v = _analysis(tmp_path, "describe.txt", text).verdict
+    assert (v.category.value, v.cause) == ("config", "host_oom"), v.trace
+
+
+def test_docker_saying_oomkilled_false_claims_nothing(tmp_path):
+    assert _analysis(tmp_path, "inspect.json", '            "OOMKilled": false,').verdict.cause == "unknown"
+
+
+# NCCL src/misc/socket.cc: INFO "%s : Using%s" with "[%d]%s:%s" per interface (bootstrap and NET/Socket).
+def _using(host, network, *ifaces):
+    return f"{host}:2211:2211 [0] NCCL INFO {network} : Using " + " ".join(f"[{i}]{x}<0>" for i, x in enumerate(ifaces))
+
+
+def test_a_host_only_interface_in_a_job_on_two_hosts_is_the_network(tmp_path):
+    text = "\n".join([_using("node1", "Bootstrap", "docker0:172.17.0.1"), _using("node2", "Bootstrap", "docker0:172.17.0.1")])
+    v = _analysis(tmp_path, "nccl.log", text).verdict
+    assert (v.category.value, v.cause) == ("comms", "nccl_network") and v.root.rule == "host-only-interface", v.trace
+
+
+def test_a_host_only_interface_on_one_host_only_leans(tmp_path):
+    text = _using("node1", "NET/Socket", "bond0:192.168.1.161", "br-05ab815fa14e:172.19.0.1", "veth6163fba:fe80::b878%veth6163fba")
+    v = _analysis(tmp_path, "nccl.log", text).verdict
+    assert v.cause == "unknown" and any("host-only-interface" in t for t in v.trace)
+
+
+def test_ordinary_interfaces_say_nothing(tmp_path):
+    text = "\n".join([_using("node1", "NET/Socket", "eth0:10.0.0.1", "ib0:192.168.1.1"), _using("node2", "Bootstrap", "eth0:10.0.0.2")])
+    assert not any("host-only-interface" in t for t in _analysis(tmp_path, "nccl.log", text).verdict.trace)

@@ -103,7 +103,7 @@ CASES = [
     ("cpu alloc", "stderr.log",
      lambda: "RuntimeError: [enforce fail at alloc_cpu.cpp:117] data. " + _fmt(_pt_template("pt.cpu_alloc_failed"),
                                                                                   1073741824, 12, "Cannot allocate memory"),
-     "unknown", "unknown", False),   # weak alone: RAM or a limit (tests/classify/test_cascade.py)
+     "config", "host_oom", True),   # ENOMEM from the allocator; a limit, if any, in tests/classify/test_cascade.py
     # the NVIDIA driver through journalctl
     ("xid 79 journal", "journal.txt",
      lambda: "Dec 01 10:00:00 node1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.",

@@ -36,7 +36,7 @@ READINGS: dict[int, tuple[str, str, str]] = {
     803: ("cuda_driver_mismatch", "specific", "the kernel driver and the user-mode driver (libcuda) versions differ"),
     804: ("cuda_driver_mismatch", "specific", "forward compatibility is not supported on this GPU"),
     222: ("cuda_driver_mismatch", "specific", "the PTX was built by a newer toolchain than the driver supports"),
-    209: ("cuda_driver_mismatch", "subsystem", "the binary has no kernel for this GPU's architecture (build targets vs GPU)"),
+    209: ("cuda_driver_mismatch", "specific", "the binary has no kernel for this GPU's architecture (build targets vs GPU): the build, not the job's code"),
     98: ("cuda_driver_mismatch", "subsystem", "no kernel image for this GPU (build targets vs GPU)"),
     200: ("cuda_driver_mismatch", "subsystem", "the kernel image is invalid for this device"),
     218: ("cuda_driver_mismatch", "subsystem", "the PTX could not be compiled for this device"),

@@ -60,6 +60,10 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     # c10d: stores and sockets
     ("pt.store_client_timeout", "c10d", WHEEL, "The client socket has timed out after {} while trying to connect to ({}, {}).",
      "nccl_network", "subsystem", "the TCPStore master could not be reached"),
+    ("pt.store_connect_failed", "c10d", WHEEL, "The client socket has failed to connect to {} {}.",
+     "context", "subsystem", "a rank could not reach the store's address: the errno says why (unreachable or no answer: the network; refused: nothing listening yet)"),
+    ("pt.store_connect_failed_any", "c10d", WHEEL, "The client socket has failed to connect to any network address of ({}, {}).",
+     "context", "subsystem", "a rank could not reach the store's address on any of its addresses"),
     ("pt.store_listen_failed", "c10d", WHEEL, "The server socket has failed to listen on any local network address.",
      "context", "subsystem", "the store could not bind: MASTER_PORT in use (a leftover or other job) or no address"),
     ("pt.store_wait_timeout", "c10d", WHEEL, "wait timeout after {d}ms, keys: {}",
@@ -89,6 +93,8 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "dataloader_worker_crash", "specific", "a worker crashed in dataset code or a native library"),
     ("pt.shm_alloc_failed", "dataloader", WHEEL, "unable to allocate shared memory(shm) for file <{}>",
      "shm_exhausted", "specific", "a shared-memory segment could not be allocated"),
+    ("pt.shm_open_failed", "dataloader", WHEEL, "unable to open shared memory object <{}> in read-write mode: {} ({d})",
+     "context", "subsystem", "aten MapAllocator could not shm_open a tensor's shared-memory file: the strerror says why"),
     ("pt.shm_write_failed", "dataloader", WHEEL, "unable to write to file <{}>",
      "shm_exhausted", "subsystem", "writing a shared-memory file failed (the errno says why)"),
     ("pt.too_many_open_files", "dataloader", WHEEL, "Too many open files. Communication with the workers is no longer possible.",
@@ -114,7 +120,7 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     ("pt.cuda_oom_short", "allocator", ALLOC, "CUDA out of memory. Tried to allocate {}",
      "gpu_oom", "specific", "the caching allocator could not get device memory"),
     ("pt.cpu_alloc_failed", "allocator", WHEEL, "DefaultCPUAllocator: can't allocate memory: you tried to allocate {d} bytes. Error code {d} ({})",
-     "host_oom", "subsystem", "c10/core/impl/alloc_cpu.cpp: posix_memalign returned ENOMEM — RAM exhausted, or a ulimit -v / cgroup limit: a limit in the bundle is the second sign"),
+     "host_oom", "specific", "c10/core/impl/alloc_cpu.cpp: posix_memalign returned ENOMEM: the process could not get host memory (RAM exhausted, or a ulimit -v / cgroup limit; a limit in the bundle says which)"),
     ("pt.cuda_async_note", "cuda", "c10/cuda/CUDAException.cpp", "CUDA kernel errors might be asynchronously reported at some other API call",
      "context", "subsystem", "the reported call is not necessarily the failing one"),
     # device mismatch
@@ -137,9 +143,15 @@ SIGNAL_READINGS = {"Bus": "shm_exhausted", "Killed": "host_oom", "Segmentation":
 # errno's name and strerror text into DistNetworkError: "code: -98, name: EADDRINUSE,
 # message: address already in use").  Keyed by family; first text found wins.
 ERRNO_READINGS = {
+    # aten MapAllocator (shared tensors of DataLoader workers, torch.multiprocessing) appends
+    # "strerror (errno)" to its shm_open/ftruncate/write failures.
+    "dataloader": {"No space left on device": "shm_exhausted", "Too many open files": "fd_limit",
+                   "Permission denied": "shm_permissions"},
     "c10d": {"EADDRINUSE": "port_in_use", "ddress already in use": "port_in_use",
              "EHOSTUNREACH": "nccl_network", "o route to host": "nccl_network",
              "ENETUNREACH": "nccl_network", "etwork is unreachable": "nccl_network",
+             # connect(2) got no answer at all (SYNs dropped: a firewall, a wrong address or interface)
+             "ETIMEDOUT": "nccl_network", "onnection timed out": "nccl_network",
              "Name or service not known": "nccl_network", "emporary failure in name resolution": "nccl_network"},
 }
 

@@ -87,11 +87,13 @@ def longest_literal(fmt: str) -> str:
 # --- C source scanning ------------------------------------------------------------------
 
 _TOKEN = re.compile(r'''\s+|//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|\#\s*\w+|\w+|.''', re.S)
-_ESC = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'", "r": "\r", "0": "\0", "a": "\a"}
+# A backslash before a newline inside a literal is a line splice (C translation phase 2): it
+# and the newline vanish, the next line's indentation stays in the string.
+_ESC = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'", "r": "\r", "0": "\0", "a": "\a", "\n": ""}
 
 
 def _unescape(lit: str) -> str:
-    return re.sub(r"\\(.)", lambda m: _ESC.get(m.group(1), m.group(1)), lit[1:-1])
+    return re.sub(r"\\(.)", lambda m: _ESC.get(m.group(1), m.group(1)), lit[1:-1], flags=re.S)
 
 
 def first_string_arg(src: str, start: int) -> tuple[str | None, int]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from postmortem.classify.rules.app import AppError
 from postmortem.classify.rules.base import Rule, died_of, finding
 from postmortem.classify.rules.catalog import CatalogReadings
-from postmortem.classify.rules.comms import (KernelRdmaFault, NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
+from postmortem.classify.rules.comms import (HostOnlySocketInterface, KernelRdmaFault, NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
                                              SilentCollectiveHang)
 from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, HighHostMemoryThenDeath,
                                               KilledWithoutReason, MeasuredLimit, MemoryLimitSet,
-                                              SigbusContext)
+                                              ShmFullInPython, SigbusContext)
 from postmortem.classify.rules.hang import FlightRecorderHang
 from postmortem.classify.rules.hardware import GpuHealth
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
@@ -20,6 +20,7 @@ RULES: tuple[Rule, ...] = (
     XidCatalog(),
     CatalogReadings(),
     SigbusContext(),
+    ShmFullInPython(),
     NcclVersionMismatch(),
     CollectiveTimeout(),
     SilentCollectiveHang(),
@@ -34,6 +35,7 @@ RULES: tuple[Rule, ...] = (
     NcclStoppedDuringInit(),
     FlightRecorderHang(),
     KernelRdmaFault(),
+    HostOnlySocketInterface(),
     AppError(),
 )
 

@@ -46,6 +46,10 @@ def _hits(e: Event) -> list[catalog.Match]:
         # A framework's CUDA check (THC, Caffe, darknet) or a line naming a cudaError_t /
         # CUresult, on a line no parser reads: the error text or name.
         return [catalog.Match(c, c.cause, c.strength, c.name) for c in catalog.cuda_errors_in(text)]
+    if e.kind == KIND.msg_c10d_log:
+        # A c10d log line (a store or socket warning): the PyTorch catalog reads its text.
+        m = catalog.match_message(text, ("pytorch",))
+        return [m] if m else []
     if e.kind in (KIND.py_exception, KIND.native_terminate):
         # An exception's message runs on below its first line (ncclResult_t text, then
         # "Last error:" and the last NCCL WARN text, since NCCL 2.13).

@@ -5,7 +5,7 @@ import re
 from collections import defaultdict
 
 from postmortem.classify.rules.base import Rule, events_of, sign_finding
-from postmortem.knowledge.registry import KIND, LIMIT, SIGN, produced_by
+from postmortem.knowledge.registry import KIND, LIMIT, SIGN, produced_by, registry
 from postmortem.model import Event
 
 _NCCL_KINDS = produced_by("parser:nccl")
@@ -28,6 +28,38 @@ class NcclVersionMismatch(Rule):
         events = [evs[0] for evs in versions.values()]
         return [sign_finding(k, SIGN.nccl_version_mismatch, self.id, f"different NCCL versions in one job: {listing}",
                              events, "versions")]
+
+class HostOnlySocketInterface(Rule):
+    """NCCL's bootstrap or socket transport using interfaces that exist only inside one host:
+    container bridges and their veth ends, libvirt's bridge, loopback.  NCCL itself skips
+    docker* and lo unless nothing else is up (src/misc/socket.cc: "Then look for anything else
+    (but not docker or lo) ... Finally look for docker, then lo"), and never skips the others.
+    A peer on another node cannot reach such an address: with ranks on two or more hosts it
+    is the network setup (NCCL_SOCKET_IFNAME); on one host alone it only leans that way."""
+
+    id = "host-only-interface"
+
+    def findings(self, case, k, trace):
+        names = registry().signals[SIGN.net_host_only_interface.id].params.get("interfaces", ())
+        local = re.compile(r"^(?:" + "|".join(names) + r")") if names else None
+        hits: list[tuple[Event, str]] = []
+        for e in case.events:
+            if local is None or e.kind != KIND.nccl_network or e.data.get("network") not in ("Bootstrap", "Socket"):
+                continue
+            found = [d.split(":", 1)[0] for d in e.data.get("devices") or () if local.match(str(d))]
+            if found:
+                hits.append((e, found[0]))
+        if not hits:
+            return []
+        hosts = {e.host for e in case.events if e.host and e.kind in _NCCL_KINDS}
+        sign = SIGN.net_host_only_interface_multi_host if len(hosts) >= 2 else SIGN.net_host_only_interface
+        iface = hits[0][1]
+        summary = (f"NCCL's {hits[0][0].data.get('network')} interfaces include {iface} ({hits[0][0].ref.describe()}), "
+                   "an interface that exists only on this host (container bridge, veth, libvirt bridge or loopback)"
+                   + (f"; the job's NCCL lines come from {len(hosts)} hosts, which cannot reach it" if len(hosts) >= 2 else ""))
+        trace.append(f"{self.id}: host-only interface {iface}; hosts seen: {len(hosts)}")
+        return [sign_finding(k, sign, self.id, summary, [e for e, _ in hits[:4]], iface)]
+
 
 class SilentCollectiveHang(Rule):
     """nccl-tests that set up its GPUs, printed no result and no error: it hung.

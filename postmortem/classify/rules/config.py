@@ -7,6 +7,7 @@ import re
 
 from postmortem import signals
 from postmortem.classify.counter_evidence import _NETWORK_TEXT, _TEARDOWN, effective_shm_size
+from postmortem.classify.rules.app import _traceback_of
 from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, events_of, sign_finding
 from postmortem.knowledge import catalog
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
@@ -15,9 +16,38 @@ from postmortem.model import Case, Event, Ref, Stack
 NCCL_FRAME = re.compile(r"nccl|libnccl", re.I)
 
 SHM_FRAME = re.compile(r"shared_memory|/dev/shm|\bpsm_|_share_(?:fd|filename)_|shm_open|posix_fallocate|MapAllocator|libshm")
+# Python-level calls that create files in /dev/shm: glibc's sem_open (multiprocessing's SemLock,
+# so every mp.Queue/Lock) and PyTorch's storage sharing (torch/multiprocessing/reductions.py).
+SHM_PY_FRAME = re.compile(r"multiprocessing/synchronize\.py|\bSemLock\b|_share_(?:fd|filename)_cpu_|reduce_storage")
 
 def _is_sigbus(e: Event) -> bool:
     return died_of(e, "SIGBUS")
+
+class ShmFullInPython(Rule):
+    """ENOSPC raised by a call that writes /dev/shm (a semaphore, a shared tensor, a file
+    under /dev/shm): the tmpfs is full, whatever the disks say."""
+
+    id = "shm-enospc"
+
+    def findings(self, case, k, trace):
+        for e in case.events:
+            if e.kind != KIND.py_exception or not _ENOSPC.search(e.text or ""):
+                continue
+            stack = _traceback_of(case, e)
+            frame = next((f for f in (stack.frames if stack else ())
+                          if SHM_PY_FRAME.search(f"{f.file or ''} {f.function or ''}") or SHM_FRAME.search(f.function or "")), None)
+            if "/dev/shm/" not in (e.text or "") and frame is None:
+                continue
+            where = f"in {frame.function} ({(frame.file or '').rsplit('/', 1)[-1]})" if frame else "on a /dev/shm path"
+            trace.append(f"{self.id}: ENOSPC {where} at {e.ref.describe()}")
+            return [sign_finding(k, SIGN.shm_enospc_in_shared_memory, self.id,
+                                 f"No space left on device {where}: /dev/shm is full", [e], "ENOSPC",
+                                 extra_refs=(stack.ref,) if stack else ())]
+        return []
+
+
+_ENOSPC = re.compile(r"\[Errno 28\]|No space left on device")
+
 
 class SigbusContext(Rule):
     """A SIGBUS, read by where it happened.
