@@ -11,7 +11,6 @@ import dataclasses
 import functools
 import re
 from datetime import datetime
-from importlib import resources
 from typing import Iterable
 
 from postmortem import signals
@@ -19,6 +18,7 @@ from postmortem.classify.index import events_of  # noqa: F401 - the rules' way t
 from postmortem.knowledge import Knowledge
 from postmortem.knowledge.registry import LIMIT, Signal
 from postmortem.model import Case, Category, Event, Finding, Ref, Stack
+from postmortem.packaged import packaged
 
 MAX_EVIDENCE = 8
 
@@ -43,7 +43,7 @@ def _repeat(weight: float, n: int) -> float:
 
 @functools.cache
 def _separators() -> tuple[re.Pattern[str], ...]:
-    text = resources.files("postmortem.knowledge").joinpath("separators.txt").read_text(encoding="utf-8")
+    text = packaged("postmortem.knowledge", "separators.txt").read_text(encoding="utf-8")
     return tuple(re.compile(line.strip()) for line in text.splitlines() if line.strip() and not line.startswith("#"))
 
 def says_something(ref: Ref) -> bool:
