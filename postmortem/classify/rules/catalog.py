@@ -29,7 +29,7 @@ def _readings() -> dict:
 
 
 def _hits(e: Event) -> list[catalog.Match]:
-    """What the catalogs read on one event's line."""
+    """What the catalogs read on one event's line (only lines of _READ_KINDS are asked)."""
     text = e.text or ""
     if e.kind == KIND.nccl_warn:
         m = catalog.match_nccl(text)
@@ -73,8 +73,9 @@ def _hits(e: Event) -> list[catalog.Match]:
 
 
 _CUDA_LINE_KINDS = frozenset({KIND.msg_cuda_check_failed, KIND.msg_cuda_error, KIND.msg_cuda_error_named})
-# The kinds _hits reads anything on (every other kind: nothing).
-_READ_KINDS = frozenset({KIND.nccl_warn, KIND.kernel_nvrm, KIND.kernel_line, KIND.py_exception,
+# The kinds _hits reads anything on (every other kind: nothing); the rule walks only these.
+# A kind _hits starts reading goes here too (tests/classify/test_kind_index.py checks).
+_READ_KINDS = frozenset({KIND.nccl_warn, KIND.kernel_nvrm, KIND.kernel_line, KIND.msg_c10d_log, KIND.py_exception,
                          KIND.native_terminate}) | _CUDA_LINE_KINDS
 _NCCL_RESULT = re.compile(r"\b(nccl(?:Unhandled\w{1,20}|Invalid\w{1,20}|Remote|System|Internal)(?:Error|Usage|Argument)?)\b")
 _LAST_ERROR = re.compile(r"Last error:\s*\n\s*(.{4,400})")
