@@ -249,3 +249,14 @@ def test_a_host_only_interface_on_one_host_only_leans(tmp_path):
 def test_ordinary_interfaces_say_nothing(tmp_path):
     text = "\n".join([_using("node1", "NET/Socket", "eth0:10.0.0.1", "ib0:192.168.1.1"), _using("node2", "Bootstrap", "eth0:10.0.0.2")])
     assert not any("host-only-interface" in t for t in _analysis(tmp_path, "nccl.log", text).verdict.trace)
+
+
+# strerror(EADDRINUSE) as PyTorch <= 1.9's TCPStore and Python's socket raise it.
+@pytest.mark.parametrize("line", ["RuntimeError: Address already in use",
+                                  "OSError: [Errno 98] Address already in use"])
+def test_a_bare_address_in_use_is_the_rendezvous_port(tmp_path, line):
+    tb = ("Traceback (most recent call last):\n"
+          '  File "/opt/conda/lib/python3.8/site-packages/torch/distributed/rendezvous.py", line 142, in _tcp_rendezvous_handler\n'
+          "    store = TCPStore(result.hostname, result.port, world_size, start_daemon, timeout)\n" + line)
+    v = _analysis(tmp_path, "stderr.txt", tb).verdict
+    assert (v.category.value, v.cause) == ("config", "port_in_use"), v.trace
