@@ -12,6 +12,12 @@ machine falls on every command alike; each figure is the median of the rounds, w
 folder) as it is for an installed tool.  The one-line bundle is one real NCCL
 INFO line (as bench/scale_bench.py builds it) in a temporary folder.  Prints figures;
 asserts nothing.
+
+The figures hold for a checkout whose build-time files are current (prepared knowledge,
+compiled templates, parser index, grammar tables: each has a `tools/... --check`); a stale
+one is not used and its slower fallback is measured instead, so the first line says which
+are current.  A venv made by `make test` also holds lark's optional interegular (~3 ms of
+lark's import; `make demo` installs without it).
 """
 from __future__ import annotations
 
@@ -67,6 +73,19 @@ def slowest_imports(cmd: list[str], cwd: Path, top: int) -> list[tuple[int, str]
     return sorted(rows, reverse=True)[:top]
 
 
+def prepared_state() -> str:
+    """Which build-time files of this checkout are current (used), which stale (not used)."""
+    sys.path.insert(0, str(ROOT))
+    from postmortem import grammar, knowledge, parsers
+    from postmortem.report import html
+
+    state = {"knowledge": all(knowledge.prepared_entry(n) is not None for n in knowledge.SOURCES),
+             "templates": html.compiled_templates() is not None,
+             "parser index": parsers._index() is not None,
+             "grammar tables": all(grammar.prebuilt(n, "start") is not None for n in ("nccl", "kernel"))}
+    return ", ".join(f"{name} {'current' if ok else 'STALE'}" for name, ok in state.items())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=15, help="interleaved rounds (medians over them)")
@@ -103,6 +122,7 @@ def main() -> None:
         base_w, base_c = wall["python -c pass"], cpu["python -c pass"]
         print(f"# startup_bench: python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
               f"{os.getloadavg()[0]:.1f} load, medians of {args.rounds} interleaved rounds; {' '.join(PM)}")
+        print(f"# build-time files of this checkout: {prepared_state()}")
         print(f"{'command':34} {'wall s':>8} {'ratio':>7} {'CPU s':>8} {'ratio':>7}  target")
         targets = {"postmortem --help": "<= 3x", "analyze one line": "<= 8x"}
         targets |= {f"{args.compare.name}: {n}": t for n, t in targets.items()} if args.compare else {}

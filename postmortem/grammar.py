@@ -17,8 +17,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from importlib import resources
 from pathlib import Path
+
+from postmortem.packaged import packaged
 
 TABLES = "grammar_tables"
 OPTIONS = {"parser": "lalr", "lexer": "contextual", "maybe_placeholders": False}
@@ -26,9 +27,9 @@ OPTIONS = {"parser": "lalr", "lexer": "contextual", "maybe_placeholders": False}
 
 def grammar_text(name: str) -> str:
     """The text of grammars/<name>.lark, from the installed package or the checkout."""
-    packaged = resources.files("postmortem").joinpath("grammars", f"{name}.lark")
-    if packaged.is_file():
-        return packaged.read_text(encoding="utf-8")
+    shipped = packaged("postmortem", "grammars", f"{name}.lark")
+    if shipped.is_file():
+        return shipped.read_text(encoding="utf-8")
     checkout = Path(__file__).resolve().parent.parent / "grammars" / f"{name}.lark"
     if checkout.is_file():
         return checkout.read_text(encoding="utf-8")
@@ -36,9 +37,9 @@ def grammar_text(name: str) -> str:
 
 
 def grammar_names() -> list[str]:
-    packaged = resources.files("postmortem").joinpath("grammars")
-    if packaged.is_dir():
-        return sorted(p.name[:-5] for p in packaged.iterdir() if p.name.endswith(".lark"))
+    shipped = packaged("postmortem", "grammars")
+    if shipped.is_dir():
+        return sorted(p.name[:-5] for p in shipped.iterdir() if p.name.endswith(".lark"))
     checkout = Path(__file__).resolve().parent.parent / "grammars"
     return sorted(p.name[:-5] for p in checkout.iterdir() if p.name.endswith(".lark"))
 
@@ -82,7 +83,7 @@ def prebuilt(name: str, start: str) -> dict | None:
 
 @functools.lru_cache(maxsize=None)
 def _tables(name: str) -> dict | None:
-    path = resources.files("postmortem").joinpath(TABLES, f"{name}.json")
+    path = packaged("postmortem", TABLES, f"{name}.json")
     if not path.is_file():
         return None
     return json.loads(path.read_text(encoding="utf-8"), object_hook=decode_object)

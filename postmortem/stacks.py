@@ -18,12 +18,12 @@ import functools
 import re
 import signal as _signal
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Iterable
 
 from postmortem.knowledge.registry import deaths, produced_by
 from postmortem.model import Event, Frame, Stack
+from postmortem.packaged import packaged
 
 FRAME_LISTS = ("irrelevant", "prefix", "sentinel", "idle")
 MAX_FRAMES = 5          # prefix frames kept before the walk gives up
@@ -78,7 +78,7 @@ class Walk:
 
 def read_list(name: str) -> tuple[re.Pattern, ...]:
     """One list file as compiled patterns; a bad line raises FrameListError naming file:line."""
-    ref = resources.files("postmortem.knowledge") / "frames" / f"{name}.txt"
+    ref = packaged("postmortem.knowledge", "frames", f"{name}.txt")
     patterns = []
     for number, raw in enumerate(ref.read_text(encoding="utf-8").splitlines(), 1):
         line = raw.strip()

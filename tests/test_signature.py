@@ -58,7 +58,7 @@ def test_a_bad_line_is_reported_with_file_and_line(monkeypatch, tmp_path):
         def read_text(self, encoding="utf-8"):
             return "# header\nfine\nbad(\n"
 
-    monkeypatch.setattr(stacks.resources, "files", lambda pkg: FakeRef())
+    monkeypatch.setattr(stacks, "packaged", lambda pkg, *parts: FakeRef())
     with pytest.raises(stacks.FrameListError, match=r"frames/irrelevant.txt:3"):
         stacks.read_list("irrelevant")
 

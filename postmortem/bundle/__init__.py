@@ -33,24 +33,19 @@ name other code imports from `postmortem.bundle` is available here.
 """
 from __future__ import annotations
 
-import lzma
 import os
 import struct
 import sys
-import tarfile
-import zipfile
-import zlib
 from pathlib import Path
 from typing import BinaryIO
 
 from postmortem.budget import Meter
 from postmortem.bundle.content import gunzip, sniff, text_encoding
-from postmortem.bundle.entry import (ARCHIVE_SUFFIXES, CUT_ERRORS, ELF_MAGIC, GZIP_MAGIC, MAX_DECOMPRESSED_BYTES,
-                                     MAX_LINE_CHARS, READ_CHUNK, SNIFF_BYTES, BundleError, CappedReader, Entry)
+from postmortem.bundle.entry import (ARCHIVE_SUFFIXES, ELF_MAGIC, GZIP_MAGIC, MAX_DECOMPRESSED_BYTES,
+                                     MAX_LINE_CHARS, READ_CHUNK, SNIFF_BYTES, BundleError, CappedReader, Entry,
+                                     cut_errors)
 from postmortem.bundle.folder import scan_directory, single_file
 from postmortem.bundle.lines import Lines, iter_lines
-from postmortem.bundle.tar import scan_tar
-from postmortem.bundle.zip import scan_zip
 from postmortem.model import Artifact
 
 __all__ = [
@@ -58,6 +53,12 @@ __all__ = [
     "READ_CHUNK", "SNIFF_BYTES", "BundleError", "CappedReader", "Entry", "Lines", "bundle_name", "gunzip",
     "iter_lines", "open_bundle", "sniff", "text_encoding",
 ]
+
+
+def __getattr__(name: str):
+    if name == "CUT_ERRORS":   # entry.cut_errors(), read when asked for (archive modules load lazily)
+        return cut_errors()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def bundle_name(path: Path) -> str:
@@ -83,15 +84,19 @@ def open_bundle(path: Path, meter: Meter | None = None,
             return scan_directory(path, meter, allow_hardlinks)
         name = path.name.lower()
         if name.endswith((".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")):
+            from postmortem.bundle.tar import scan_tar   # tarfile only for a tar bundle (startup time)
+
             return scan_tar(path, meter)
         if name.endswith(".zip"):
+            from postmortem.bundle.zip import scan_zip
+
             return scan_zip(path, meter)
         if path.is_file():
             return single_file(path, allow_hardlinks)
     except BundleError:
         raise
-    except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, lzma.LZMAError, ValueError,
-            NotImplementedError, struct.error, OverflowError, RecursionError, IndexError, KeyError) as exc:
+    except (*cut_errors(), NotImplementedError, struct.error, OverflowError, RecursionError, IndexError,
+            KeyError) as exc:
         # Archive headers are bundle content: whatever the library raises on them is a bad bundle.
         raise BundleError(f"{path}: cannot read bundle: {type(exc).__name__}: {exc}") from exc
     raise BundleError(f"{path}: not a directory, archive or regular file")

@@ -7,7 +7,6 @@ decompressing stream).  An ELF core called `log.txt` is still a core.
 from __future__ import annotations
 
 import codecs
-import gzip
 import io
 from typing import BinaryIO
 
@@ -74,6 +73,8 @@ def _mostly_invalid(sample: bytes) -> bool:
 
 
 def gunzip(stream: BinaryIO, what: str) -> BinaryIO:
+    import gzip
+
     return io.BufferedReader(CappedReader(gzip.GzipFile(fileobj=stream), MAX_DECOMPRESSED_BYTES, what))  # type: ignore[arg-type]
 
 

@@ -8,9 +8,7 @@ the per-host folder layout (`assign_hosts`).  The folder, tar and zip readers bu
 from __future__ import annotations
 
 import io
-import lzma
-import tarfile
-import zipfile
+import sys
 import zlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -29,8 +27,23 @@ READ_CHUNK = 1 << 20
 ELF_MAGIC = b"\x7fELF"
 GZIP_MAGIC = b"\x1f\x8b"
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
-# Errors that mean "the data ends or breaks here", from any decompressor or archive reader.
-CUT_ERRORS = (EOFError, OSError, zlib.error, tarfile.TarError, zipfile.BadZipFile, lzma.LZMAError, ValueError)
+# Errors that mean "the data ends or breaks here", from any decompressor or archive reader:
+# these, and the errors of the archive modules below once they are imported (an archive
+# module is imported only for a bundle that needs it, and one not imported raised nothing).
+_CUT_ALWAYS = (EOFError, OSError, zlib.error, ValueError)
+_CUT_MODULES = (("tarfile", "TarError"), ("zipfile", "BadZipFile"), ("lzma", "LZMAError"))
+
+
+def cut_errors() -> tuple[type[BaseException], ...]:
+    """What `except` catches for a read that may break off: read at the time of the catch."""
+    loaded = (sys.modules.get(module) for module, _ in _CUT_MODULES)
+    return _CUT_ALWAYS + tuple(getattr(m, name) for m, (_, name) in zip(loaded, _CUT_MODULES) if m is not None)
+
+
+def __getattr__(name: str):
+    if name == "CUT_ERRORS":   # the older constant's name: the same tuple, read when asked for
+        return cut_errors()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 

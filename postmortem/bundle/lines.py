@@ -10,7 +10,7 @@ import codecs
 from typing import BinaryIO, Iterator
 
 from postmortem.budget import BudgetExhausted, Meter
-from postmortem.bundle.entry import CUT_ERRORS, MAX_LINE_CHARS, READ_CHUNK
+from postmortem.bundle.entry import MAX_LINE_CHARS, READ_CHUNK, cut_errors
 
 
 _BLANK = b"\n\r\t \x00"
@@ -62,7 +62,7 @@ class Lines:
             except BudgetExhausted as exc:
                 self.ended = str(exc)
                 return
-            except CUT_ERRORS as exc:
+            except cut_errors() as exc:
                 self.ended = f"the data breaks off here ({type(exc).__name__}: {exc})"
                 return
             if not chunk:

@@ -17,9 +17,9 @@ from typing import BinaryIO, Callable
 
 from postmortem.budget import Budget, BudgetExhausted, Meter
 from postmortem.model import Artifact, ArtifactStatus
-from postmortem.bundle.entry import (CUT_ERRORS, GZIP_MAGIC, MAX_DECOMPRESSED_BYTES, READ_CHUNK, BundleError,
+from postmortem.bundle.entry import (GZIP_MAGIC, MAX_DECOMPRESSED_BYTES, READ_CHUNK, BundleError,
                                      CappedReader, Entry, MemberNames, assign_hosts, not_read,
-                                     unsafe_member_name, utc_mtime)
+                                     unsafe_member_name, utc_mtime, cut_errors)
 
 
 class _SafeTarInfo(tarfile.TarInfo):
@@ -263,7 +263,7 @@ class _SharedTar:
                 out.append(m)
         except BudgetExhausted as exc:
             return out, f"listing stopped after {len(out)} members: {exc}"
-        except (*CUT_ERRORS, RecursionError) as exc:
+        except (*cut_errors(), RecursionError) as exc:
             return out, f"cut or corrupt after {len(out)} members ({type(exc).__name__}: {exc})"
 
     def opener(self, member: tarfile.TarInfo) -> Callable[[], BinaryIO]:

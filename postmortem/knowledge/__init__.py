@@ -18,8 +18,9 @@ import functools
 import json
 import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
+
+from postmortem.packaged import packaged
 
 CATEGORIES = ("config", "comms", "hardware", "unknown")
 ROLES = ("root", "symptom", "context")
@@ -104,7 +105,7 @@ PREPARED = "prepared.json"
 
 
 def source_text(name: str) -> str:
-    return resources.files("postmortem.knowledge").joinpath(*name.split("/")).read_text(encoding="utf-8")
+    return packaged("postmortem.knowledge", *name.split("/")).read_text(encoding="utf-8")
 
 
 def text_digest(text: str) -> str:
@@ -116,7 +117,7 @@ def text_digest(text: str) -> str:
 @functools.lru_cache(maxsize=None)
 def _prepared() -> dict:
     try:
-        return json.loads(resources.files("postmortem.knowledge").joinpath(PREPARED).read_text(encoding="utf-8"))
+        return json.loads(packaged("postmortem.knowledge", PREPARED).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
 

@@ -16,7 +16,8 @@ import functools
 import json
 import re
 from dataclasses import dataclass
-from importlib import resources
+
+from postmortem.packaged import packaged
 
 CONTEXT = "context"     # the entry says what failed, not why
 CUDA = "cuda"           # read the CUDA error text the line carries
@@ -63,7 +64,7 @@ class CoverageRow:
 
 
 def _read(name: str) -> dict:
-    text = resources.files("postmortem.knowledge").joinpath("catalogs", name).read_text(encoding="utf-8")
+    text = packaged("postmortem.knowledge", "catalogs", name).read_text(encoding="utf-8")
     return json.loads(text)
 
 

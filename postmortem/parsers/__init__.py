@@ -123,10 +123,10 @@ _INDEX_STATE: list = []   # [the current index's parsers, or None], once looked 
 def _index() -> list[dict] | None:
     """index.json's parsers when the index was made from the current sources, else None."""
     if not _INDEX_STATE:
-        from importlib import resources
+        from postmortem.packaged import packaged
 
         try:
-            made = json.loads(resources.files(__name__).joinpath(INDEX).read_text(encoding="utf-8"))
+            made = json.loads(packaged(__name__, INDEX).read_text(encoding="utf-8"))
             current = made.get("digest") == index_digest()
         except (OSError, ValueError):
             made, current = {}, False

@@ -182,9 +182,9 @@ def _sha256(text: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _asset(name: str) -> str:
-    from importlib.resources import files
+    from postmortem.packaged import packaged
 
-    return files("postmortem.report").joinpath("templates", name).read_text(encoding="utf-8")
+    return packaged("postmortem.report", "templates", name).read_text(encoding="utf-8")
 
 
 # The templates compiled to Python ahead of time by tools/compile_templates.py (compiling
@@ -213,9 +213,9 @@ def environment(compiled: bool = True):
 
 
 def template_names() -> list[str]:
-    from importlib.resources import files
+    from postmortem.packaged import packaged
 
-    return sorted(p.name for p in files("postmortem.report").joinpath("templates").iterdir() if p.name.endswith(".j2"))
+    return sorted(p.name for p in packaged("postmortem.report", "templates").iterdir() if p.name.endswith(".j2"))
 
 
 def templates_manifest() -> dict:
@@ -229,9 +229,9 @@ def templates_manifest() -> dict:
 def compiled_templates() -> Path | None:
     """The folder of precompiled templates, when it was made from the current templates by
     the installed jinja2 (a plain folder on disk: jinja2's ModuleLoader imports from a path)."""
-    from importlib.resources import files
+    from postmortem.packaged import packaged
 
-    folder = files("postmortem.report").joinpath(COMPILED)
+    folder = packaged("postmortem.report", COMPILED)
     manifest = folder.joinpath("manifest.json")
     if not isinstance(folder, Path) or not manifest.is_file():
         return None

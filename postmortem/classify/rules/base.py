@@ -11,13 +11,13 @@ import dataclasses
 import functools
 import re
 from datetime import datetime
-from importlib import resources
 from typing import Iterable
 
 from postmortem import signals
 from postmortem.knowledge import Knowledge
 from postmortem.knowledge.registry import LIMIT, Signal
 from postmortem.model import Case, Category, Event, Finding, Ref, Stack
+from postmortem.packaged import packaged
 
 MAX_EVIDENCE = 8
 
@@ -41,7 +41,7 @@ def _repeat(weight: float, n: int) -> float:
 
 @functools.cache
 def _separators() -> tuple[re.Pattern[str], ...]:
-    text = resources.files("postmortem.knowledge").joinpath("separators.txt").read_text(encoding="utf-8")
+    text = packaged("postmortem.knowledge", "separators.txt").read_text(encoding="utf-8")
     return tuple(re.compile(line.strip()) for line in text.splitlines() if line.strip() and not line.startswith("#"))
 
 def says_something(ref: Ref) -> bool:

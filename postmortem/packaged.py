@@ -1,0 +1,29 @@
+"""Files shipped inside the package (knowledge, grammars, tables, templates).
+
+`packaged("postmortem.knowledge", "causes.toml")` is a pathlib.Path when the package is a
+folder on disk, as it is in a checkout and in an installed wheel, and importlib.resources'
+Traversable otherwise (a zip import).  importlib.resources is imported only in that last
+case: its file reader imports zipfile (and shutil, bz2, lzma), a few milliseconds of every
+start (issue 17).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def packaged(package: str, *parts: str):
+    """The file or folder `parts` of `package` (a package name, imported or importable)."""
+    module = sys.modules.get(package)
+    if module is None:
+        import importlib
+
+        module = importlib.import_module(package)
+    origin = getattr(module, "__file__", None)
+    if origin:
+        folder = Path(origin).parent
+        if folder.is_dir():
+            return folder.joinpath(*parts)
+    from importlib import resources
+
+    return resources.files(package).joinpath(*parts)
