@@ -170,12 +170,15 @@ def startup(repeat: int, tmp: Path) -> None:
 
 
 def scaling(repeat: int, tmp: Path, top: int) -> None:
-    """64 -> `top` ranks, 300 lines each, so the table shows growth in ranks, not in bytes."""
+    """64 -> `top` ranks, 300 lines each, so the table shows growth in ranks, not in bytes.
+    Two children per rank count: the real command (CPU, peak RSS, against grep) and one that
+    runs the same steps one by one and times each (`--steps-of`)."""
     global BAD_RANK
     print(f"scaling (ranks x 300 lines, one IB WARN on rank {BAD_RANK % 64}):")
     print(f"{'ranks':>6} {'MB':>7} {'wall s':>8} {'CPU s':>8} {'CPU ms/rank':>9} {'RSS MiB':>8} "
           f"{'grep ratio':>10} {'CPU ratio':>9}")
     saved, BAD_RANK = BAD_RANK, BAD_RANK % 64
+    steps_table = []
     try:
         ranks = 64
         while ranks <= top:
@@ -186,10 +189,71 @@ def scaling(repeat: int, tmp: Path, top: int) -> None:
             t, c, rss, _ = median_run(cmd, tmp, repeat)
             print(f"{ranks:6d} {size / 1e6:7.1f} {t:8.2f} {c:8.2f} {1000 * c / ranks:9.2f} {rss:8.0f} "
                   f"{t / t_grep:10.1f} {c / max(c_grep, 0.01):9.1f}", flush=True)
+            steps_table.append((ranks, size, c, rss, _median_steps(bundle, tmp, repeat)))
             subprocess.run(["rm", "-rf", str(bundle)])
             ranks *= 2
     finally:
         BAD_RANK = saved
+    print("\nper step (CPU seconds of the step in one child, median of --repeat; `rows` is the timeline folded once "
+          "and shared by the JSON, HTML and terminal renderers; peak RSS of the real command):")
+    names = ("parse", "placement", "classification", "rows", "json", "html", "terminal")
+    print(f"{'ranks':>6} {'MB':>7} {'events':>8} " + " ".join(f"{n:>14}" for n in names) + f" {'CPU s':>7} {'RSS MiB':>8}")
+    for ranks, size, c, rss, steps in steps_table:
+        print(f"{ranks:6d} {size / 1e6:7.1f} {steps.get('events', 0):8d} "
+              + " ".join(f"{steps.get(n, float('nan')):14.3f}" for n in names) + f" {c:7.2f} {rss:8.0f}", flush=True)
+
+
+def _median_steps(bundle: Path, tmp: Path, repeat: int) -> dict:
+    runs = []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--steps-of", str(bundle)],
+                             cwd=tmp, capture_output=True, text=True)
+        try:
+            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        except (ValueError, IndexError):
+            print(out.stdout[-2000:], out.stderr[-2000:])
+            return {}
+    return {k: statistics.median(r[k] for r in runs) if k != "events" else runs[-1][k] for k in runs[-1]}
+
+
+def steps_of(bundle: Path) -> None:
+    """One analysis of `bundle` as `postmortem analyze BUNDLE --html FILE --json FILE` makes
+    it, each step timed in CPU seconds of this process: reading and parsing, placement on
+    the timeline, classification, the rows the reports share, then each renderer.  Prints
+    one JSON line."""
+    import gc
+    import io
+    import os
+
+    sys.path.insert(0, str(ROOT))
+    from postmortem import run as pm_run, timeline
+    from postmortem.report import RenderOptions, get, rows
+
+    spent: dict[str, float] = {}
+
+    def timed(name, fn):
+        def step(*args, **kwargs):
+            t0 = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - t0
+        return step
+
+    timeline.place = timed("placement", timeline.place)
+    pm_run.classify = timed("classification", pm_run.classify)
+    t0 = time.process_time()
+    analysis = pm_run.analyze(bundle)
+    spent["parse"] = time.process_time() - t0 - spent["placement"] - spent["classification"]
+    gc.freeze()   # as the CLI does after the analysis
+    timed("rows", rows.digest)(analysis.case.events)
+    options = RenderOptions(bundle_path=bundle)
+    with open(os.devnull, "w", encoding="utf-8") as sink:
+        for name in ("html", "json"):          # the CLI's order
+            timed(name, get(name).render)(analysis, sink, options)
+    timed("terminal", get("terminal").render)(analysis, io.StringIO(), options)
+    spent["events"] = len(analysis.case.events)
+    print(json.dumps(spent))
 
 
 def main() -> None:
@@ -199,7 +263,11 @@ def main() -> None:
     ap.add_argument("--scaling", action="store_true", help="also the 64 -> 8,192 ranks table")
     ap.add_argument("--top", type=int, default=8192, help="largest rank count of the scaling table")
     ap.add_argument("--only", choices=("ranks512", "big", "dense", "small", "startup", "scaling"))
+    ap.add_argument("--steps-of", type=Path, help=argparse.SUPPRESS)   # the scaling table's step timer
     args = ap.parse_args()
+    if args.steps_of:
+        steps_of(args.steps_of)
+        return
     want = {args.only} if args.only else {"ranks512", "dense", "small", "startup"} | (
         {"big"} if args.big else set()) | ({"scaling"} if args.scaling else set())
     env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, grep -rcE '{GREP_TOKENS}'"

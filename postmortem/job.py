@@ -29,6 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from operator import attrgetter
+from typing import Sequence
 
 from postmortem.model import Basis, Event, Fact, Ref
 
@@ -61,17 +62,39 @@ class Window:
 _KIND, _PID, _HOST = attrgetter("kind"), attrgetter("pid"), attrgetter("host")
 
 
-def of_kinds(events: list[Event], kinds) -> list[Event]:
-    """The events of these kinds, in order.  Most kinds are absent from most bundles: the
-    kinds present are found by C code, and the events walked only when one is there."""
-    present = set(map(_KIND, events)).intersection(kinds)
-    return [e for e in events if e.kind in present] if present else []
+def of_kinds(events: Sequence[Event], kinds) -> list[Event]:
+    """The events of these kinds, in order: `[e for e in events if e.kind in kinds]`."""
+    index = _positions_of(events)
+    found = [index[k] for k in set(kinds) if k in index]
+    if not found:
+        return []
+    at = found[0] if len(found) == 1 else sorted(i for p in found for i in p)
+    return [events[i] for i in at]
+
+
+def _positions_of(events: Sequence[Event]) -> dict[str, list[int]]:
+    """Each kind's positions in the list.  The timeline asks of_kinds a dozen questions of the
+    same list (deaths, anchors, the window ...), so they are found once per list.  Between
+    calls the list may have events replaced in place, as placement does (a new time, a
+    joined rank), but not reordered, resized or given another kind."""
+    global _positions
+    if _positions is None or _positions[0] is not events or _positions[1] != len(events):
+        index: dict[str, list[int]] = {}
+        for i, kind in enumerate(map(_KIND, events)):
+            got = index.get(kind)
+            if got is None:
+                got = index[kind] = []
+            got.append(i)
+        _positions = (events, len(events), index)
+    return _positions[2]
+
+
+_positions: tuple[Sequence[Event], int, dict[str, list[int]]] | None = None   # the last list's
 
 
 def kernel_files(events: list[Event]) -> set[str]:
     """Artifacts that are (copies of) the kernel log."""
-    kinds = {k for k in set(map(_KIND, events)) if k.startswith("kernel.")}
-    return {e.ref.path for e in events if e.kind in kinds} if kinds else set()
+    return {e.ref.path for e in of_kinds(events, [k for k in _positions_of(events) if k.startswith("kernel.")])}
 
 
 def _body(e: Event) -> str:
@@ -260,9 +283,10 @@ def _is_start(e: Event) -> bool:
 
 def find_window(events: list[Event], facts: list[Fact] = ()) -> Window:  # type: ignore[assignment]
     kfiles = kernel_files(events)
-    starts = [e for e in of_kinds(events, START_KINDS) if e.when and e.when.at]
+    marks = [e for e in of_kinds(events, START_KINDS + END_KINDS) if e.when and e.when.at]
+    starts = [e for e in marks if e.kind in START_KINDS]
     start = min(starts, key=lambda e: e.when.at) if starts else None  # type: ignore[union-attr]
-    ends = [e for e in of_kinds(events, END_KINDS) if e.when and e.when.at]
+    ends = [e for e in marks if e.kind in END_KINDS]
     end = max(ends, key=lambda e: e.when.at) if ends else None  # type: ignore[union-attr]
     if start and end and end.when.at < start.when.at:  # type: ignore[union-attr,operator]
         end = None

@@ -173,6 +173,8 @@ def _fuller(chosen: Stack, stacks: list[Stack]) -> Stack:
 def crashing_with_reason(stacks: Iterable[Stack], events: Iterable[Event] = ()) -> tuple[Stack | None, str]:
     """The ladder, then the fullest print of the same thread."""
     stacks = list(stacks)
+    if not stacks:   # before copying the events (400,000 at 8,192 ranks)
+        return None, "no stack in the bundle"
     chosen, why = _ladder(stacks, list(events))
     if chosen is not None and chosen.frames:
         fuller = _fuller(chosen, stacks)

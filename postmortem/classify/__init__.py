@@ -14,16 +14,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from itertools import compress
+from operator import attrgetter, methodcaller, not_
 
 from postmortem.classify.counter_evidence import (before_the_job, crashed_peer, death_mismatch, measured_state_against,
                                                   unrelated_victims)
 from postmortem.classify import launcher_root
 from postmortem.classify.rules import RULES
+from postmortem.classify.index import events_of
 from postmortem.classify.signature import signature_of
 from postmortem.knowledge import Knowledge
 from postmortem.knowledge.registry import KIND, LIMIT
 from postmortem.model import Case, Category, Finding, Verdict
 
+_DATA, _CONTEXT = attrgetter("data"), methodcaller("get", "context")
 MIN_CONFIDENCE = LIMIT.min_confidence
 CLOSE_RACE = LIMIT.close_race   # a cause within this fraction of the best may still be the root if it came first
 
@@ -48,7 +52,7 @@ def _support(findings: list[Finding]) -> float:
 def job_only(case: Case, trace: list[str]) -> Case:
     """The case without its context: kernel-log lines the timeline marked as outside the
     job's window or about another process (job.py) never become a root or a symptom."""
-    kept = tuple(e for e in case.events if not e.data.get("context"))
+    kept = tuple(compress(case.events, map(not_, map(_CONTEXT, map(_DATA, case.events)))))
     if len(kept) == len(case.events):
         return case
     trace.append(f"context: {len(case.events) - len(kept)} kernel-log event(s) outside the job "
@@ -252,8 +256,8 @@ def _pointers_in_bundle(case: Case) -> list[str]:
     launcher names as holding the real error, and the stderr of a process that exited with
     a plain error code when no traceback made it into the bundle."""
     pointers = [f"the error file the job's launcher names: {e.data['path']} ({e.ref.describe()})"
-                for e in case.events if e.kind == KIND.msg_error_file_pointer and e.data.get("path")]
-    if not any(e.kind == KIND.py_exception for e in case.events):
+                for e in events_of(case, KIND.msg_error_file_pointer) if e.data.get("path")]
+    if not events_of(case, KIND.py_exception):
         pointers += [f"the stderr of the process that exited with code {e.data['exitcode']} ({e.ref.describe()}): "
                      "its Python traceback is not in the bundle"
                      for e in case.events if str(e.data.get("exitcode", "")).isdecimal() and int(e.data["exitcode"]) > 0][:1]

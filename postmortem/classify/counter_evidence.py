@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from postmortem import signals
+from postmortem.classify.index import events_of
 from postmortem.knowledge.registry import COUNTER, KIND, LIMIT, deaths, produced_by
 from postmortem.model import Case, Event, Fact, Finding
 
@@ -93,7 +94,7 @@ def effective_shm_size(case: Case) -> list[tuple[Fact, float | None]]:
 
 
 def _kernel_artifacts(case: Case) -> set[str]:
-    return {e.ref.path for e in case.events if e.kind in _KERNEL_KINDS}
+    return {e.ref.path for e in events_of(case, _KERNEL_KINDS)}
 
 
 def unrelated_victims(findings: list[Finding], case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
@@ -101,10 +102,12 @@ def unrelated_victims(findings: list[Finding], case: Case, trace: list[str]) -> 
     (the kernel log keeps the whole boot's history) — but only when the kernel and the
     job are seen to share a pid namespace (some pid appears on both sides).  In a
     container the job's pids are not the kernel's, and a missing match proves nothing."""
+    victims = {e.pid for e in events_of(case, _OOM_KILLS) if e.pid is not None}
+    if not victims:
+        return {}
     kernel_files = _kernel_artifacts(case)
     job_pids = {e.pid for e in case.events if e.pid is not None and e.ref.path not in kernel_files}
     kernel_pids = {e.pid for e in case.events if e.pid is not None and e.ref.path in kernel_files}
-    victims = {e.pid for e in case.events if e.pid is not None and e.kind in _OOM_KILLS}
     if not job_pids or not victims or victims & job_pids or not (kernel_pids & job_pids):
         return {}
     reason = (f"the OOM killer's victim(s) {sorted(victims)} appear nowhere in the job's own logs, "
@@ -122,10 +125,10 @@ def death_mismatch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple
     """The OOM killer kills with SIGKILL.  When the job's own logs show how it died and
     none of those deaths is a SIGKILL, the OOM kill in the kernel log was another
     process's (the kernel log keeps the whole boot's history)."""
-    if not any(e.kind in _OOM_KILLS for e in case.events):
+    if not events_of(case, _OOM_KILLS):
         return {}
     kernel_files = _kernel_artifacts(case)
-    deaths = [e for e in case.events if e.kind in _DEATH_KINDS and e.ref.path not in kernel_files
+    deaths = [e for e in events_of(case, _DEATH_KINDS) if e.ref.path not in kernel_files
               and not str(e.data.get("signal", "")).upper().endswith("SIGTERM")]
     if not deaths:
         return {}
@@ -147,7 +150,7 @@ def crashed_peer(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[s
     """Connection errors are what a process's peers see when it dies.  When the bundle
     shows one of the job's processes dying of a fault (SIGSEGV, SIGBUS ...) or of an
     exception that is not itself a communication error, the network is the messenger."""
-    for e in case.events:
+    for e in events_of(case, (_SIGNAL_DEATHS - _KERNEL_KINDS) | {KIND.py_exception}):
         # (not the kernel log: it keeps every crash since boot, most of them someone else's)
         if e.kind in _SIGNAL_DEATHS and e.kind not in _KERNEL_KINDS:
             name = signals.name_of(e.data.get("signal")) or signals.of_exitcode(e.data.get("exitcode"))

@@ -13,13 +13,14 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 
+from postmortem.classify.index import events_of
 from postmortem.knowledge.registry import KIND
 from postmortem.model import Case, Event, LauncherRoot, Verdict
 
 
 def first_observed_failure(case: Case) -> Event | None:
     """The launcher's root-cause entry (the earliest read, when several tables were logged)."""
-    roots = [e for e in case.events if e.kind == KIND.launcher_child_failed and e.data.get("root")]
+    roots = [e for e in events_of(case, KIND.launcher_child_failed) if e.data.get("root")]
     return min(roots, key=lambda e: e.seq) if roots else None
 
 
@@ -32,7 +33,8 @@ def blamed_ranks(verdict: Verdict, case: Case) -> tuple[int, ...]:
     if root.culprit_ranks:
         return root.culprit_ranks
     cited = {(r.path, r.line, r.offset) for r in root.evidence}
-    ranks = [e.rank for e in case.events if (e.ref.path, e.ref.line, e.ref.offset) in cited
+    paths = {path for path, _, _ in cited}
+    ranks = [e.rank for e in case.events if e.ref.path in paths and (e.ref.path, e.ref.line, e.ref.offset) in cited
              and e.rank is not None and e.kind != KIND.launcher_child_failed]
     return tuple(dict.fromkeys(ranks))
 

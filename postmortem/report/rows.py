@@ -11,8 +11,10 @@ builtins (attrgetter, zip, dict.fromkeys, Counter) rather than a Python loop per
 """
 from __future__ import annotations
 
+import gc
 import re
 from bisect import bisect_left
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import attrgetter, itemgetter, methodcaller, not_
@@ -125,9 +127,23 @@ def digest(events: Sequence[Event]) -> Digest:
     global _last
     if _last is not None and _last[0] is events:
         return _last[1]
-    made = _digest(events)
+    with without_gc():
+        made = _digest(events)
     _last = (events, made)
     return made
+
+
+@contextmanager
+def without_gc():
+    """The folding makes hundreds of thousands of acyclic tuples and lists: the cyclic
+    collector would walk them again and again and find nothing (as in run.analyze)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _digest(events: Sequence[Event]) -> Digest:

@@ -114,11 +114,20 @@ def status_line(a: Analysis, report: str | None) -> str:
 
 def _root_process(a: Analysis) -> tuple[int | None, int | None]:
     """(rank, pid) of the root's cited lines, where they name one."""
+    global _last_root_process
+    if _last_root_process is not None and _last_root_process[0] is a:   # asked several times per report
+        return _last_root_process[1]
     cited = {(r.path, r.line, r.offset) for r in (a.verdict.root.evidence if a.verdict.root else ())}
-    events = [e for e in a.case.events if (e.ref.path, e.ref.line, e.ref.offset) in cited]
+    paths = {path for path, _, _ in cited}
+    events = [e for e in a.case.events if e.ref.path in paths and (e.ref.path, e.ref.line, e.ref.offset) in cited]
     ranks = [e.rank for e in events if e.rank is not None]
     pids = [e.pid or e.data.get("pid") for e in events if e.pid or e.data.get("pid")]
-    return (ranks[0] if ranks else None), (int(pids[0]) if pids and str(pids[0]).isdecimal() else None)
+    found = (ranks[0] if ranks else None), (int(pids[0]) if pids and str(pids[0]).isdecimal() else None)
+    _last_root_process = (a, found)
+    return found
+
+
+_last_root_process: tuple[Analysis, tuple[int | None, int | None]] | None = None
 
 
 def crash_time(a: Analysis) -> str | None:

@@ -135,7 +135,8 @@ def build(analysis: Analysis, cited: Iterable[Ref] = ()) -> TimelineView:
     cited = tuple(cited)
     if _last is not None and _last[0] is analysis and _last[1] == cited:
         return _last[2]
-    view = _build(analysis, cited)
+    with rows.without_gc():
+        view = _build(analysis, cited)
     _last = (analysis, cited, view)
     return view
 

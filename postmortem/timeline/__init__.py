@@ -65,12 +65,12 @@ def place(case: Case, tz: str | None = None) -> Placed:
     if zone is None:
         zone, zone_note = clocks.bundle_zone(case.facts)
     if zone is None:
-        zone, zone_note = zone_from_kernel_copies(list(case.events), boot_times(case, UTC, absolute_only=True))
+        zone, zone_note = zone_from_kernel_copies(case.events, boot_times(case, UTC, absolute_only=True))
     if zone is None:
         zone, zone_note = UTC, "UTC (assumed: no --tz and no zone in the bundle)"
     year = fill_year(case)
     boots = boot_times(case, zone)
-    for host, b in kernel_anchor_boot(list(case.events), zone).items():
+    for host, b in kernel_anchor_boot(case.events, zone).items():
         if host not in boots or b[2] < boots[host][2]:  # the journal's anchor beats btime's second
             boots[host] = b
 

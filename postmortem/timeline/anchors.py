@@ -9,8 +9,10 @@ core by its mtime.  Every such time is `anchored` and says what it was anchored 
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from datetime import datetime
+from itertools import compress, repeat
+from operator import attrgetter, is_
 
 from postmortem import signals
 from postmortem.job import of_kinds
@@ -108,8 +110,10 @@ def host_skews(placed: list[Event]) -> dict[str, tuple[float, int, float]]:
     """host -> (seconds its clock is ahead of the reference host, anchors, spread)."""
     per_host: dict[str, dict[tuple, list[datetime]]] = defaultdict(lambda: defaultdict(list))
     for e in of_kinds(placed, _ANCHOR_KINDS):
+        if not (e.host and e.when and e.when.at):
+            continue
         key = _anchor_key(e)
-        if key and e.host and e.when and e.when.at:
+        if key:
             per_host[e.host][key].append(e.when.at)
     if len(per_host) < 2:
         return {}
@@ -167,6 +171,7 @@ _NO_TIME = When(None, Basis.ORDER_ONLY, None, "no time printed")
 # where it is rather than by a copy (at 8,192 ranks, 400,000 copies cost half a second and
 # ~60 MB while both sets were alive).  Events that already carry a When are still copied.
 _set_when = Event.when.__set__  # type: ignore[attr-defined]
+_WHEN = attrgetter("when")
 
 
 def place_untimed(placed: list[Event], case: Case) -> None:
@@ -174,8 +179,14 @@ def place_untimed(placed: list[Event], case: Case) -> None:
     mtimes = {a.path: a.mtime for a in case.artifacts}
     # Files with a timed line or a core are walked line by line; in the others (most files of
     # a big NCCL bundle) every untimed line simply has no time.
-    walked = {e.ref.path for e in placed if (e.when is not None and e.when.at is not None)
-              or (e.kind in _CORE_KINDS and mtimes.get(e.ref.path))}
+    whens = list(map(_WHEN, placed))
+    walked = {e.ref.path for e in compress(placed, [w.at if w is not None else None for w in whens])}
+    walked.update(e.ref.path for e in of_kinds(placed, _CORE_KINDS) if mtimes.get(e.ref.path))
+    if not walked:   # no file has a time: every line without one simply has none
+        deque(map(_set_when, compress(placed, map(is_, whens, repeat(None))), repeat(_NO_TIME)), maxlen=0)
+        for i in [i for i, w in enumerate(whens) if w is not None and w.at is None and w.basis is not Basis.ORDER_ONLY]:
+            placed[i] = with_when(placed[i], _NO_TIME)
+        return
     by_artifact: dict[str, list[int]] = defaultdict(list)
     for i, e in enumerate(placed):
         if e.ref.path in walked:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime, timedelta, timezone, tzinfo
+from typing import Sequence
 
 from postmortem.knowledge.registry import produced_by
 from postmortem.model import Case, ClockKind, Event, Fact
@@ -79,7 +80,7 @@ def boot_times(case: Case, zone: tzinfo, absolute_only: bool = False) -> dict[st
     return boots
 
 
-def _raw_and_walled(events: list[Event]):
+def _raw_and_walled(events: Sequence[Event]):
     """(host, seconds since boot, wall stamp) for each kernel line printed both raw and
     with a wall time (dmesg and dmesg -T, or journal lines that keep the printk time)."""
     from postmortem.job import _body
@@ -107,7 +108,7 @@ def boot_s(e: Event) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def kernel_anchor_boot(events: list[Event], zone: tzinfo) -> dict[str | None, tuple]:
+def kernel_anchor_boot(events: Sequence[Event], zone: tzinfo) -> dict[str | None, tuple]:
     """Boot time per host from the same kernel line printed raw and with a wall time.
     Journal entries (wall time to the microsecond, the printk stamp beside it) pin it to a
     millisecond; `dmesg -T` copies (whole seconds, truncated) to a second."""
@@ -135,7 +136,7 @@ def kernel_anchor_boot(events: list[Event], zone: tzinfo) -> dict[str | None, tu
     return out
 
 
-def zone_from_kernel_copies(events: list[Event], boots: dict) -> tuple[tzinfo | None, str]:
+def zone_from_kernel_copies(events: Sequence[Event], boots: dict) -> tuple[tzinfo | None, str]:
     """The pair of copies (raw seconds + a known boot time, and `dmesg -T`'s local time)
     reveals the offset of the zone `dmesg -T` printed in, to the quarter hour."""
     diffs: list[float] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from postmortem import stacks as stack_code
-from postmortem.classify.rules.base import Rule, died_of, sign_finding
+from postmortem.classify.rules.base import Rule, died_of, events_of, sign_finding
 from postmortem.knowledge import catalog
 from postmortem.knowledge.registry import KIND, SIGN, deaths, produced_by, registry
 from postmortem.model import Case, Event, Frame, Stack
@@ -37,12 +37,12 @@ class AppError(Rule):
 
     def findings(self, case, k, trace):
         out = []
-        kernel_files = {e.ref.path for e in case.events if e.kind in _KERNEL_KINDS}
+        kernel_files = {e.ref.path for e in events_of(case, _KERNEL_KINDS)}
         explained_lines = self._lines_with_a_cause(case, k)
         exc = self._first_own_exception(case, kernel_files, explained_lines)
         if exc is not None:
             out.append(self._exception_finding(case, k, exc, trace))
-        fault = next((e for e in case.events if e.kind in _SIGNAL_DEATHS and e.ref.path not in kernel_files
+        fault = next((e for e in events_of(case, _SIGNAL_DEATHS) if e.ref.path not in kernel_files
                       and any(died_of(e, s) for s in _param(SIGN.app_native_fault.id, "signals"))), None)
         if fault is not None:
             out.append(self._native_finding(case, k, fault, trace))
@@ -53,15 +53,15 @@ class AppError(Rule):
         """Lines a message pattern already reads as some cause (a CUDA OOM raised as
         RuntimeError is gpu_oom, not the job's code)."""
         causal = {f"msg.{m.id}" for m in k.messages if m.cause}
-        return {(e.ref.path, e.ref.line) for e in case.events if e.kind in causal}
+        return {(e.ref.path, e.ref.line) for e in events_of(case, causal)}
 
     @staticmethod
     def _first_own_exception(case: Case, kernel_files: set[str], explained: set[tuple]) -> Event | None:
         fallout_types = _param(SIGN.app_exception.id, "fallout_types")
         fallout_text = re.compile("|".join(_param(SIGN.app_exception.id, "fallout_text")) or r"(?!)")
         own_code_readings = set(_param(SIGN.app_exception.id, "own_code_readings"))
-        for e in case.events:
-            if e.kind != KIND.py_exception or e.ref.path in kernel_files or (e.ref.path, e.ref.line) in explained:
+        for e in events_of(case, KIND.py_exception):
+            if e.ref.path in kernel_files or (e.ref.path, e.ref.line) in explained:
                 continue
             etype = str(e.data.get("type") or "")
             if etype.rsplit(".", 1)[-1] in fallout_types or fallout_text.search(e.text):

@@ -14,12 +14,14 @@ from datetime import datetime
 from typing import Iterable
 
 from postmortem import signals
+from postmortem.classify.index import events_of  # noqa: F401 - the rules' way to their events
 from postmortem.knowledge import Knowledge
 from postmortem.knowledge.registry import LIMIT, Signal
 from postmortem.model import Case, Category, Event, Finding, Ref, Stack
 from postmortem.packaged import packaged
 
 MAX_EVIDENCE = 8
+
 
 def _span(events: list[Event]) -> tuple[int | None, datetime | None, datetime | None]:
     """First reading position, first and last absolute time of some events."""
@@ -92,7 +94,7 @@ def died_of(e: Event, name: str) -> bool:
     message patterns spell it as signal/signame (a name or strsignal text), signo (a
     number) or exitcode (minus the number)."""
     d = e.data
-    if not d.keys() & _SIGNAL_KEYS:  # most events say nothing about a death: answer fast
+    if _SIGNAL_KEYS.isdisjoint(d):  # most events say nothing about a death: answer fast
         return False
     return (any(signals.name_of(d.get(key)) == name for key in ("signal", "signame", "signo"))
             or signals.of_exitcode(d.get("exitcode")) == name)

@@ -15,7 +15,7 @@ import re
 from collections import defaultdict
 
 from postmortem import knowledge
-from postmortem.classify.rules.base import Rule, _repeat, sign_finding
+from postmortem.classify.rules.base import Rule, _repeat, events_of, sign_finding
 from postmortem.knowledge import catalog
 from postmortem.knowledge.registry import KIND, catalog_signal
 from postmortem.model import Event
@@ -29,7 +29,7 @@ def _readings() -> dict:
 
 
 def _hits(e: Event) -> list[catalog.Match]:
-    """What the catalogs read on one event's line."""
+    """What the catalogs read on one event's line (only lines of _READ_KINDS are asked)."""
     text = e.text or ""
     if e.kind == KIND.nccl_warn:
         m = catalog.match_nccl(text)
@@ -73,6 +73,10 @@ def _hits(e: Event) -> list[catalog.Match]:
 
 
 _CUDA_LINE_KINDS = frozenset({KIND.msg_cuda_check_failed, KIND.msg_cuda_error, KIND.msg_cuda_error_named})
+# The kinds _hits reads anything on (every other kind: nothing); the rule walks only these.
+# A kind _hits starts reading goes here too (tests/classify/test_kind_index.py checks).
+_READ_KINDS = frozenset({KIND.nccl_warn, KIND.kernel_nvrm, KIND.kernel_line, KIND.msg_c10d_log, KIND.py_exception,
+                         KIND.native_terminate}) | _CUDA_LINE_KINDS
 _NCCL_RESULT = re.compile(r"\b(nccl(?:Unhandled\w{1,20}|Invalid\w{1,20}|Remote|System|Internal)(?:Error|Usage|Argument)?)\b")
 _LAST_ERROR = re.compile(r"Last error:\s*\n\s*(.{4,400})")
 
@@ -109,11 +113,11 @@ class CatalogReadings(Rule):
         # A pattern that reads a cause owns its line; a context pattern (cause "") only names
         # what the line is, so the catalogs still read why (a "CUDA error: <text>" line).
         reading = {f"{_PATTERN_KINDS_PREFIX}{m.id}" for m in k.messages if m.cause}
-        claimed = {(e.ref.path, e.ref.line) for e in case.events if e.kind in reading}
+        claimed = {(e.ref.path, e.ref.line) for e in events_of(case, reading)}
         groups: dict[tuple[str, str, str], list[Event]] = defaultdict(list)
         details: dict[tuple[str, str, str], str] = {}
         seen: set[tuple] = set()
-        for e in case.events:
+        for e in events_of(case, _READ_KINDS):
             where = (e.ref.path, e.ref.line)
             if where in claimed:
                 continue
@@ -149,9 +153,8 @@ class CatalogReadings(Rule):
 
     @staticmethod
     def _hardware_xid(case, k, hardware_causes: set[str]) -> int | None:
-        for e in case.events:
-            if e.kind == KIND.kernel_xid:
-                info = k.xids.get(int(e.data.get("code") or -1))
-                if info and info.cause in hardware_causes:
-                    return info.code
+        for e in events_of(case, KIND.kernel_xid):
+            info = k.xids.get(int(e.data.get("code") or -1))
+            if info and info.cause in hardware_causes:
+                return info.code
         return None

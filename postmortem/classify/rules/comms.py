@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from postmortem.classify.rules.base import Rule, sign_finding
+from postmortem.classify.rules.base import Rule, events_of, sign_finding
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, produced_by, registry
 from postmortem.model import Event
 
@@ -17,8 +17,8 @@ class NcclVersionMismatch(Rule):
 
     def findings(self, case, k, trace):
         versions: dict[str, list[Event]] = defaultdict(list)
-        for e in case.events:
-            v = e.data.get("version") if e.kind in (KIND.nccl_version, KIND.msg_nccl_error_in) else None
+        for e in events_of(case, (KIND.nccl_version, KIND.msg_nccl_error_in)):
+            v = e.data.get("version")
             if isinstance(v, str) and re.fullmatch(r"(?<![\d.])\d+\.\d+\.\d+", v.split("+")[0]):
                 versions[v.split("+")[0]].append(e)
         if len(versions) < 2:
@@ -71,11 +71,11 @@ class SilentCollectiveHang(Rule):
     id = "silent-collective-hang"
 
     def findings(self, case, k, trace):
-        header = [e for e in case.events if e.kind == KIND.msg_nccl_tests_header]
-        devices = [e for e in case.events if e.kind == KIND.msg_nccl_tests_device]
+        header = events_of(case, KIND.msg_nccl_tests_header)
+        devices = events_of(case, KIND.msg_nccl_tests_device)
         if not header or not devices:
             return []
-        if any(e.kind == KIND.msg_nccl_tests_result for e in case.events):
+        if events_of(case, KIND.msg_nccl_tests_result):
             return []
         if any(e.severity.value in ("error", "fatal") and e.kind not in (KIND.msg_libibverbs_missing, KIND.nccl_warn)
                for e in case.events):
@@ -116,11 +116,11 @@ class NcclStoppedDuringInit(Rule):
     id = "nccl-stopped-during-init"
 
     def findings(self, case, k, trace):
-        nccl = [e for e in case.events if e.kind in _NCCL_KINDS]
+        nccl = events_of(case, _NCCL_KINDS)
         if not nccl:
             return []
         completed = [e for e in nccl if e.kind == KIND.nccl_init and e.data.get("phase") == "COMPLETE"]
-        stalled = [e for e in case.events if e.kind == KIND.msg_progress_bar and str(e.data.get("pct")) == "0"
+        stalled = [e for e in events_of(case, KIND.msg_progress_bar) if str(e.data.get("pct")) == "0"
                    and (not completed or e.seq > max(c.seq for c in completed))]
         if completed and not stalled:
             return []
@@ -174,7 +174,7 @@ class KernelRdmaFault(Rule):
     id = "kernel-rdma-fault"
 
     def findings(self, case, k, trace):
-        events = [e for e in case.events if e.kind == KIND.kernel_ib]
+        events = events_of(case, KIND.kernel_ib)
         if not events:
             return []
         devices = sorted({str(e.data.get("device") or "?") for e in events})

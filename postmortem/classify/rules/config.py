@@ -8,7 +8,7 @@ import re
 from postmortem import signals
 from postmortem.classify.counter_evidence import _NETWORK_TEXT, _TEARDOWN, effective_shm_size
 from postmortem.classify.rules.app import _traceback_of
-from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, sign_finding
+from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, events_of, sign_finding
 from postmortem.knowledge import catalog
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
 from postmortem.model import Case, Event, Ref, Stack
@@ -64,7 +64,7 @@ class SigbusContext(Rule):
         buses = [e for e in case.events if _is_sigbus(e)]
         if not buses:
             return []
-        core_hits = [e for e in case.events if e.kind == KIND.core_signal and _is_sigbus(e)]
+        core_hits = [e for e in events_of(case, KIND.core_signal) if _is_sigbus(e)]
         for e in core_hits:
             code = str(e.data.get("si_code_name", ""))
             mapping = str(e.data.get("mapping", ""))
@@ -126,7 +126,7 @@ class CollectiveTimeout(Rule):
     id = "collective-timeout"
 
     def findings(self, case, k, trace):
-        timeouts = [e for e in case.events if e.kind in TIMEOUT_KINDS]
+        timeouts = events_of(case, TIMEOUT_KINDS)
         if not timeouts:
             return []
         timed_out = {e.rank for e in timeouts if e.rank is not None}
@@ -138,7 +138,7 @@ class CollectiveTimeout(Rule):
         world_known_apart = bool(awaited) or (some_rank_silent and (
             len(timed_out) >= 2 or self._world_size(case) or self._launcher_ranks(case)))
         seqs = [int(e.data["seq"]) for e in timeouts if str(e.data.get("seq", "")).isdecimal()]
-        progress = [e for e in case.events if e.kind == KIND.msg_progress_bar]
+        progress = events_of(case, KIND.msg_progress_bar)
         busy, waiting = self._dumps(case)
         behind_main = self._waiting_for_main_process(case)
         if behind_main is not None:
@@ -241,13 +241,13 @@ class CollectiveTimeout(Rule):
 
     @staticmethod
     def _world_size(case: Case) -> int | None:
-        sizes = [int(e.data["nranks"]) for e in case.events
-                 if e.kind == KIND.nccl_init and str(e.data.get("nranks", "")).isdecimal()]
+        sizes = [int(e.data["nranks"]) for e in events_of(case, KIND.nccl_init)
+                 if str(e.data.get("nranks", "")).isdecimal()]
         return max(sizes) if sizes else None
 
     @staticmethod
     def _launcher_ranks(case: Case) -> set[int]:
-        return {e.rank for e in case.events if e.kind == KIND.launcher_child_failed and e.rank is not None}
+        return {e.rank for e in events_of(case, KIND.launcher_child_failed) if e.rank is not None}
 
     def _world(self, case: Case, timed_out: set[int]) -> int:
         """How many ranks the job had: NCCL's nranks, else one past the highest rank seen.
@@ -285,7 +285,7 @@ def _network_signs(case: Case, k) -> list[Event]:
     and lines a message pattern reads as a comms cause other than the timeout itself."""
     comms = {f"msg.{m.id}" for m in k.messages
              if m.cause in k.causes and k.causes[m.cause].category == "comms" and m.cause != SIGN.timeout_all_ranks.cause}
-    return [e for e in case.events if e.kind in _TRANSPORT_KINDS or e.kind in comms]
+    return events_of(case, _TRANSPORT_KINDS | comms)
 
 
 def _deaths_not_by_timeout(case: Case, timeouts: list[Event]) -> list[Event]:
@@ -293,7 +293,7 @@ def _deaths_not_by_timeout(case: Case, timeouts: list[Event]) -> list[Event]:
     fatal signal other than the teardown after a timeout, or an exception that is not
     itself a communication error (counter_evidence.crashed_peer reads the same deaths)."""
     out = []
-    for e in case.events:
+    for e in events_of(case, _KILLS | _SIGNAL_DEATHS | {KIND.py_exception}):
         if e.kind in _KILLS:
             out.append(e)
         elif e.kind in _SIGNAL_DEATHS and e.kind not in _KERNEL_LOG:
@@ -319,7 +319,7 @@ class HighHostMemoryThenDeath(Rule):
     id = "high-host-memory-then-death"
 
     def findings(self, case, k, trace):
-        readings = [e for e in case.events if e.kind == KIND.msg_host_memory_report]
+        readings = events_of(case, KIND.msg_host_memory_report)
         high = [e for e in readings if _num(e.data.get("pct")) >= LIMIT.high_host_memory_pct]
         if not high:
             return []
@@ -351,8 +351,9 @@ class MemoryLimitSet(Rule):
         limits = [f for f in case.facts if f.name == "ulimit.virtual" and str(f.value).lower() != "unlimited"]
         if not limits:
             return []
-        failures = [e for e in case.events if (e.kind in (KIND.py_exception, KIND.native_terminate)
-                                               and _catalog_cause(e.text) == SIGN.memory_limit_set.cause)
+        failures = [e for e in events_of(case, _DEATH_KINDS | {KIND.py_exception, KIND.native_terminate})
+                    if (e.kind in (KIND.py_exception, KIND.native_terminate)
+                        and _catalog_cause(e.text) == SIGN.memory_limit_set.cause)
                     or (e.kind in _DEATH_KINDS and died_of(e, "SIGKILL"))]
         if not failures:
             return []
@@ -377,8 +378,8 @@ class CudaBuildNewerThanDriver(Rule):
     id = "cuda-build-newer-than-driver"
 
     def findings(self, case, k, trace):
-        builds = [e for e in case.events if e.kind == KIND.nccl_version and e.data.get("cuda")]
-        drivers = [e for e in case.events if e.kind == KIND.msg_cuda_driver_version]
+        builds = [e for e in events_of(case, KIND.nccl_version) if e.data.get("cuda")]
+        drivers = events_of(case, KIND.msg_cuda_driver_version)
         if not builds or not drivers:
             return []
         driver = min(int(e.data["driver"]) for e in drivers if str(e.data.get("driver", "")).isdecimal())
@@ -412,7 +413,7 @@ class KilledWithoutReason(Rule):
     id = "sigkill-exit"
 
     def findings(self, case, k, trace):
-        kills = [e for e in case.events if died_of(e, "SIGKILL") and e.kind in _DEATH_KINDS]
+        kills = [e for e in events_of(case, _DEATH_KINDS) if died_of(e, "SIGKILL")]
         if not kills:
             return []
         trace.append(f"{self.id}: {len(kills)} SIGKILL exit(s)")
@@ -443,7 +444,7 @@ class CgroupOomKills(Rule):
         counts = [f for f in case.facts if f.name == "cgroup.oom_kill" and _count(f) > 0]
         if not counts:
             return []
-        deaths_seen = [e for e in case.events if e.kind in _OOM_KILLS
+        deaths_seen = [e for e in events_of(case, _OOM_KILLS | _DEATH_KINDS) if e.kind in _OOM_KILLS
                        or (e.kind in _DEATH_KINDS and died_of(e, "SIGKILL"))]
         f = counts[0]
         if not deaths_seen:
@@ -472,7 +473,7 @@ class MeasuredLimit(Rule):
         out = []
         cause_of = {f"msg.{m.id}": m.cause for m in k.messages}
         for sign in self.SIGNS:
-            said = [e for e in case.events if cause_of.get(e.kind) == sign.cause]
+            said = events_of(case, {kind for kind, cause in cause_of.items() if cause == sign.cause})
             if not said:
                 continue
             below = getattr(LIMIT, sign.params["below"]) if sign.params.get("below") else None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from postmortem import collectives, stacks as stacklib
-from postmortem.classify.rules.base import Rule, died_of, sign_finding
+from postmortem.classify.rules.base import Rule, died_of, events_of, sign_finding
 from postmortem.classify.rules.config import TIMEOUT_KINDS
 from postmortem.knowledge.registry import KIND, SIGN, deaths
 from postmortem.model import Case, Event, Ref, Severity
@@ -55,7 +55,7 @@ class FlightRecorderHang(Rule):
         m = collectives.match(traces)
         for note in m.notes:
             trace.append(f"{self.id}: {note}")
-        by_ref = {(e.ref.path, e.ref.record): e for e in case.events if e.kind == KIND.fr_created}
+        by_ref = {(e.ref.path, e.ref.record): e for e in events_of(case, KIND.fr_created)}
         groups = stacklib.group_by_stack(case.stacks)
         out = []
         hung = _hang_signs(case)
@@ -63,7 +63,7 @@ class FlightRecorderHang(Rule):
             trace.append(f"{self.id}: {g.summary()}")
             if g.desyncs:
                 out.append(self._desync(g, k, by_ref))
-            elif not hung and not any(_death(e) for e in case.events if e.kind in deaths("fatal_signal", "exit")):
+            elif not hung and not any(_death(e) for e in events_of(case, deaths("fatal_signal", "exit"))):
                 # A dump taken on demand always shows some collective in flight and some rank a
                 # step ahead: without a timeout, a watchdog dump or a death, that is no hang.
                 trace.append(f"{self.id}: no timeout, hang dump or death in the bundle: a snapshot, not a hang")
@@ -93,7 +93,7 @@ class FlightRecorderHang(Rule):
         waiting = (f"rank(s) {_ranks(g.waiting)} waited in collective #{g.frontier} {frontier_op}"
                    f" ({g.waiting_refs[0].describe()})" if g.waiting_refs else "")
         death_kinds = deaths("fatal_signal", "exit", "kernel_kill")
-        died = [e for e in case.events if e.rank in behind and e.kind in death_kinds and _death(e)]
+        died = [e for e in events_of(case, death_kinds) if e.rank in behind and _death(e)]
         refs = tuple(b.ref for b in g.behind if b.ref) + g.waiting_refs
         events = self._events(refs, by_ref)
         extra = tuple(r for r in refs if (r.path, r.record) not in by_ref)
@@ -133,7 +133,7 @@ class FlightRecorderHang(Rule):
         return "stacks: " + ", ".join(parts), tuple(refs)
 
     def _stuck(self, g, case: Case, k, by_ref):
-        network = [e for e in case.events if e.kind == KIND.nccl_warn and e.severity in (Severity.WARNING, Severity.ERROR)]
+        network = [e for e in events_of(case, KIND.nccl_warn) if e.severity in (Severity.WARNING, Severity.ERROR)]
         frontier_op = next((r.op for r in g.rows if r.seq == g.frontier), "?")
         events = self._events(g.waiting_refs, by_ref)
         summary = (f"every rank of process group {g.pg} ({_ranks(g.dumped)}) entered collective #{g.frontier} "
@@ -146,7 +146,7 @@ class FlightRecorderHang(Rule):
 
 def _hang_signs(case: Case) -> list[Event]:
     """Signs that the job hung: a collective timeout message, or a faulthandler timeout dump."""
-    return [e for e in case.events if e.kind in TIMEOUT_KINDS
+    return [e for e in events_of(case, {*TIMEOUT_KINDS, KIND.py_dump}) if e.kind in TIMEOUT_KINDS
             or (e.kind == KIND.py_dump and str(e.data.get("reason", "")).startswith("Timeout"))]
 
 

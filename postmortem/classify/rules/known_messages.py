@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from postmortem.classify.rules.base import Rule, _repeat, finding, sign_finding
+from postmortem.classify.index import kinds_in
+from postmortem.classify.rules.base import Rule, _repeat, events_of, finding, sign_finding
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN
 from postmortem.model import Event
 
@@ -17,10 +18,8 @@ class KnownMessages(Rule):
     id = "known-messages"
 
     def findings(self, case, k, trace):
-        by_pattern: dict[str, list[Event]] = defaultdict(list)
-        for e in case.events:
-            if e.kind.startswith(_PATTERN_KINDS_PREFIX):
-                by_pattern[e.kind[len(_PATTERN_KINDS_PREFIX):]].append(e)
+        by_pattern: dict[str, list[Event]] = {kind[len(_PATTERN_KINDS_PREFIX):]: events_of(case, kind)
+                                              for kind in kinds_in(case) if kind.startswith(_PATTERN_KINDS_PREFIX)}
         patterns = {m.id: m for m in k.messages}
         out = []
         for pid, events in by_pattern.items():
@@ -46,17 +45,16 @@ class XidCatalog(Rule):
     def findings(self, case, k, trace):
         xids: dict[int, list[Event]] = defaultdict(list)
         seen: set[tuple] = set()
-        for e in case.events:
-            if e.kind == KIND.kernel_xid:
-                key = (e.ref.path, e.ref.line)
-                code = e.data.get("code")
-                if key in seen or code is None:
-                    continue
-                seen.add(key)
-                try:
-                    xids[int(code)].append(e)
-                except (TypeError, ValueError):
-                    continue
+        for e in events_of(case, KIND.kernel_xid):
+            key = (e.ref.path, e.ref.line)
+            code = e.data.get("code")
+            if key in seen or code is None:
+                continue
+            seen.add(key)
+            try:
+                xids[int(code)].append(e)
+            except (TypeError, ValueError):
+                continue
         out = []
         for code, events in sorted(xids.items()):
             info = k.xids.get(code)
