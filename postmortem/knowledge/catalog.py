@@ -236,17 +236,23 @@ def cuda_error(key: str | int) -> Entry | None:
 
 
 _CUDA_NAME = re.compile(r"\b(cudaError[A-Z]\w{0,60}|CUDA_ERROR_[A-Z_]{2,60})\b")
-_CUDA_TEXT = re.compile(r"(?:CUDA error|CUDA Error|CUDA driver error|CUDA Runtime Error|Cuda failure|cuda error|CUDA failure)"
-                        r"(?: (?P<number>\d{1,5}))?\W{0,3}(?P<text>[^'\"\n]{1,160})")
+_CUDA_TEXT = (r"(?:CUDA error|CUDA Error|CUDA driver error|CUDA Runtime Error|Cuda failure|cuda error|CUDA failure)"
+              r"(?: (?P<number>\d{1,5}))?\W{0,3}(?P<text>[^'\"\n]{1,160})")
 # Framework check macros that print cudaGetErrorString(err) after a number.  The number is the
 # cudaError_t of the runtime the program was built with (renumbered in CUDA 10.1: invalid
 # device ordinal was 10, now 101), so only the text is read.
 #   THC/cutorch THCudaCheck:  "cuda runtime error (%d) : %s at %s:%d"
 #                             "THCudaCheck FAIL file=%s line=%i error=%i : %s"
 #   Caffe CUDA_CHECK (glog):  "Check failed: error == cudaSuccess (%d vs. 0)  %s"
-_CUDA_CHECK_TEXT = re.compile(r"(?:cuda runtime error \(\d{1,5}\) :|THCudaCheck FAIL file=\S{1,200} line=\d{1,6} error=\d{1,5} :"
-                              r"|== cudaSuccess \(\d{1,5} vs\. 0\) ) {1,2}(?P<text>[^'\"\n]{1,160}?)(?: at \S{1,200}:\d{1,6})?\s*$",
-                              re.MULTILINE)
+_CUDA_CHECK_TEXT = (r"(?:cuda runtime error \(\d{1,5}\) :|THCudaCheck FAIL file=\S{1,200} line=\d{1,6} error=\d{1,5} :"
+                    r"|== cudaSuccess \(\d{1,5} vs\. 0\) ) {1,2}(?P<text>[^'\"\n]{1,160}?)(?: at \S{1,200}:\d{1,6})?\s*$")
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_text_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """_CUDA_TEXT and _CUDA_CHECK_TEXT compiled, the first time a line mentions CUDA (compiling
+    the bounded repeats of the second costs milliseconds of every start otherwise)."""
+    return re.compile(_CUDA_TEXT), re.compile(_CUDA_CHECK_TEXT, re.MULTILINE)
 
 
 def cuda_errors_in(line: str) -> list[Entry]:
@@ -260,7 +266,8 @@ def cuda_errors_in(line: str) -> list[Entry]:
     if "uda" not in line and "UDA" not in line:
         return out
     _, _, by_message = _cuda_index()
-    for m in _CUDA_TEXT.finditer(line):
+    cuda_text, cuda_check_text = cuda_text_patterns()
+    for m in cuda_text.finditer(line):
         text = m.group("text").strip().rstrip(".").strip()
         e = by_message.get(text)
         if e is None:  # the message may run on ("..., file.cu:12"): longest known prefix
@@ -270,7 +277,7 @@ def cuda_errors_in(line: str) -> list[Entry]:
             e = cuda_error(int(m.group("number")))
         if e and e not in out:
             out.append(e)
-    for m in _CUDA_CHECK_TEXT.finditer(line):
+    for m in cuda_check_text.finditer(line):
         text = m.group("text").strip().rstrip(".").strip()
         e = by_message.get(text)
         if e and e not in out:

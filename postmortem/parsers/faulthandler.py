@@ -43,7 +43,8 @@ PREFILTER = re.compile(
 # line landing between two frames) before the dump is taken as finished.
 FOREIGN_LINES_TOLERATED = 3
 
-_EXTENSION_TOTAL = re.compile(r"\s*\(total: (\d+)\)\s*$")
+# No leading \s*: searched in a run of blanks it was quadratic (the names are stripped anyway).
+_EXTENSION_TOTAL = re.compile(r"\(total: (\d+)\)\s*$")
 
 
 @v_args(inline=True)
