@@ -29,7 +29,8 @@ def test_wheel_contains_grammars_and_data(wheel):
     for data in ("postmortem/knowledge/causes.toml", "postmortem/knowledge/xid.toml",
                  "postmortem/knowledge/messages.toml", "postmortem/knowledge/frames/irrelevant.txt",
                  "postmortem/grammar_tables/nccl.json", "postmortem/report/templates/report.html.j2",
-                 "postmortem/triage/templates/index.html.j2"):
+                 "postmortem/triage/templates/index.html.j2", "postmortem/knowledge/prepared.json",
+                 "postmortem/parsers/index.json", "postmortem/report/templates_compiled/manifest.json"):
         assert data in names, data
 
 
@@ -49,6 +50,13 @@ def test_installed_wheel_runs_from_another_directory(wheel, tmp_path):
     assert r.returncode == 0, r.stderr
     where, count = r.stdout.split()
     assert where.startswith(str(target)) and int(count) == len(list((ROOT / "grammars").glob("*.lark")))
+    # The build-time files are current in the installed package too, so its starts are fast.
+    probe = ("from postmortem import knowledge, parsers; from postmortem.report import html; "
+             "print(all(knowledge.prepared_entry(n) is not None for n in knowledge.SOURCES), "
+             "parsers._index() is not None, html.compiled_templates() is not None)")
+    r = subprocess.run([sys.executable, "-c", probe], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "True", "True"]
     bundle = ROOT / "fixtures/corpus/xid79-fell-off-bus-01/bundle"
     r = subprocess.run([sys.executable, "-m", "postmortem", "analyze", str(bundle), "--json", "-"],
                        cwd=work, env=env, capture_output=True, text=True, timeout=300)
