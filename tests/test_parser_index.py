@@ -18,8 +18,15 @@ sys.path.insert(0, str(ROOT / "tools"))
 import parser_index  # noqa: E402
 
 REGENERATE = "run python tools/parser_index.py and commit postmortem/parsers/index.json"
+STORED = json.loads(parser_index.OUT.read_text(encoding="utf-8")) if parser_index.OUT.is_file() else {}
+THIS_PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
+# Prefilters may depend on the Python version (pytrace's builtin exception names): an index
+# made by another version is not used there (its digest differs) and is not checked here.
+same_python = pytest.mark.skipif(STORED.get("python", THIS_PYTHON) != THIS_PYTHON,
+                                 reason="index.json was made by another Python version: not used here")
 
 
+@same_python
 def test_the_index_is_current():
     assert parser_index.OUT.is_file(), f"no postmortem/parsers/index.json: {REGENERATE}"
     stored = json.loads(parser_index.OUT.read_text(encoding="utf-8"))
@@ -27,6 +34,7 @@ def test_the_index_is_current():
     assert parser_index.OUT.read_text(encoding="utf-8") == parser_index.render(), REGENERATE
 
 
+@same_python
 def test_the_index_lists_every_parser_in_registry_order():
     stored = json.loads(parser_index.OUT.read_text(encoding="utf-8"))["parsers"]
     assert [(e["module"], e["class"]) for e in stored] == [(c.__module__, c.__qualname__) for c in parsers.discover()]
@@ -72,13 +80,14 @@ def test_stand_ins_read_every_fixture_as_the_real_parsers_do(monkeypatch):
     real = [_read(p) for p in logs]
     assert sum(len(r[3]) for r in real) > 1000
     monkeypatch.setattr(parsers, "PARSERS", parsers._Registry())  # not read yet: stand-ins
-    assert parsers._index() is not None, REGENERATE
+    monkeypatch.setattr(parsers, "_INDEX_STATE", [parsers.index()["parsers"]])   # this Python's index
     monkeypatch.setattr(parsers, "_instances", functools.partial(parsers._instances, imported={}))
     for path, want in zip(logs, real):
         got = _read(path)
         assert got == want, path.relative_to(ROOT)
 
 
+@same_python
 def test_a_one_line_nccl_file_imports_only_the_parsers_it_needs(tmp_path):
     """A fresh process: the NCCL line imports the NCCL parser; a kernel line, the kernel parser."""
     (tmp_path / "nccl.log").write_text("node000:10000:10007 [0] NCCL INFO Bootstrap : Using [0]eth1:9.73.133.81<0>\n")

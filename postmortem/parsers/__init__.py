@@ -239,7 +239,8 @@ def index() -> dict:
         parsers.append({"name": cls.name, "module": cls.__module__, "class": cls.__qualname__, "order": cls.order,
                         "prefilter": spec(cls.prefilter), "gate_start": spec(cls.gate_start),
                         "gate_words": spec(cls.gate_words), "eager": eager})
-    return {"generator": "tools/parser_index.py", "digest": index_digest(), "parsers": parsers}
+    return {"generator": "tools/parser_index.py", "digest": index_digest(), "parsers": parsers,
+            "python": f"{sys.version_info[0]}.{sys.version_info[1]}"}
 
 
 @dataclass

@@ -249,3 +249,33 @@ def test_a_host_only_interface_on_one_host_only_leans(tmp_path):
 def test_ordinary_interfaces_say_nothing(tmp_path):
     text = "\n".join([_using("node1", "NET/Socket", "eth0:10.0.0.1", "ib0:192.168.1.1"), _using("node2", "Bootstrap", "eth0:10.0.0.2")])
     assert not any("host-only-interface" in t for t in _analysis(tmp_path, "nccl.log", text).verdict.trace)
+
+
+# strerror(EADDRINUSE) as PyTorch <= 1.9's TCPStore and Python's socket raise it.
+@pytest.mark.parametrize("line", ["RuntimeError: Address already in use",
+                                  "OSError: [Errno 98] Address already in use"])
+def test_a_bare_address_in_use_is_the_rendezvous_port(tmp_path, line):
+    tb = ("Traceback (most recent call last):\n"
+          '  File "/opt/conda/lib/python3.8/site-packages/torch/distributed/rendezvous.py", line 142, in _tcp_rendezvous_handler\n'
+          "    store = TCPStore(result.hostname, result.port, world_size, start_daemon, timeout)\n" + line)
+    v = _analysis(tmp_path, "stderr.txt", tb).verdict
+    assert (v.category.value, v.cause) == ("config", "port_in_use"), v.trace
+
+
+# TensorFlow/XLA BFC allocator: "OOM when allocating tensor with shape%s and type %s on %s by allocator %s",
+# "Allocator (%s) ran out of memory trying to allocate %s".
+@pytest.mark.parametrize("line,cause", [
+    ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[64,2016,9,9] "
+     "and type float on /job:localhost/replica:0/task:0/device:GPU:1 by allocator GPU_1_bfc", "gpu_oom"),
+    ("2026-12-01 10:00:00.000001: W external/xla/xla/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out "
+     "of memory trying to allocate 16.00GiB (rounded to 17179869184)requested by op", "gpu_oom"),
+])
+def test_a_tensorflow_gpu_allocation_failure_is_gpu_memory(tmp_path, line, cause):
+    v = _analysis(tmp_path, "train.log", line).verdict
+    assert (v.category.value, v.cause) == ("config", cause), v.trace
+
+
+def test_a_tensorflow_cpu_allocation_failure_is_not_gpu_memory(tmp_path):
+    line = ("  (0) Resource exhausted: OOM when allocating tensor with shape[100,4096] and type float on "
+            "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu")
+    assert _analysis(tmp_path, "train.log", line).verdict.cause != "gpu_oom"
