@@ -289,3 +289,11 @@ def test_enomem_starting_workers_is_host_memory(tmp_path):
           "OSError: [Errno %d] %s" % (12, "Cannot allocate memory"))
     v = _analysis(tmp_path, "stderr.txt", tb).verdict
     assert (v.category.value, v.cause) == ("config", "host_oom"), v.trace
+
+
+def test_no_visible_gpu_is_the_device_mapping(tmp_path):
+    # c10/cuda/CUDAFunctions.cpp: TORCH_CHECK(count, "No CUDA GPUs are available")
+    tb = ('Traceback (most recent call last):\n  File "/w/train.py", line 5, in <module>\n'
+          "    torch.cuda.set_device(args.local_rank)\nRuntimeError: No CUDA GPUs are available")
+    v = _analysis(tmp_path, "stderr.txt", tb).verdict
+    assert (v.category.value, v.cause) == ("config", "device_mapping"), v.trace
