@@ -70,3 +70,12 @@ def test_lists_within_the_bound_get_no_new_fields():
     assert jsonout.bounded_row(rows[0], None) is rows[0]
     kept, omitted = jsonout.cut_list(list(range(100)), {90})
     assert kept == list(range(jsonout.MAX_LIST_ENTRIES)) + [90] and omitted == 100 - jsonout.MAX_LIST_ENTRIES - 1
+
+
+def test_html_rank_ranges_of_scattered_ranks_are_cut_and_counted():
+    from postmortem.report import html
+
+    assert html.bounded_ranges([0, 1, 2, 3, 5]) == "0-3,5"
+    text = html.bounded_ranges(range(0, 8192, 2))           # every other rank: no run to fold
+    assert len(text) <= html.MAX_RANGES_CHARS + 20 and text.endswith(",… (4096 ranks)")
+    assert text.startswith("0,2,4,6")
