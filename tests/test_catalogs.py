@@ -271,6 +271,8 @@ def _cut_quote_of(line: str, template: str, key: str) -> bool:
     if start < 0 or not template.startswith(key):
         return False
     rest = line[start:].rstrip()
+    if template.startswith(rest):   # cut in the template's first literal words
+        return True
     pieces = re.split(r"(\{[^}]*\})", template)
     # At least the key must be there (a quote may wrap right after it: "...timeout:" then the
     # WorkNCCL(...) on the next line), and the end must be missing.
