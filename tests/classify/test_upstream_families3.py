@@ -279,3 +279,21 @@ def test_a_tensorflow_cpu_allocation_failure_is_not_gpu_memory(tmp_path):
     line = ("  (0) Resource exhausted: OOM when allocating tensor with shape[100,4096] and type float on "
             "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu")
     assert _analysis(tmp_path, "train.log", line).verdict.cause != "gpu_oom"
+
+
+# ENOMEM from a system call (CPython OSError errno 12), here os.fork() starting DataLoader workers.
+def test_enomem_starting_workers_is_host_memory(tmp_path):
+    tb = ("Traceback (most recent call last):\n"
+          '  File "/usr/lib/python3.10/multiprocessing/popen_fork.py", line 66, in _launch\n'
+          "    self.pid = os.fork()\n"
+          "OSError: [Errno %d] %s" % (12, "Cannot allocate memory"))
+    v = _analysis(tmp_path, "stderr.txt", tb).verdict
+    assert (v.category.value, v.cause) == ("config", "host_oom"), v.trace
+
+
+def test_no_visible_gpu_is_the_device_mapping(tmp_path):
+    # c10/cuda/CUDAFunctions.cpp: TORCH_CHECK(count, "No CUDA GPUs are available")
+    tb = ('Traceback (most recent call last):\n  File "/w/train.py", line 5, in <module>\n'
+          "    torch.cuda.set_device(args.local_rank)\nRuntimeError: No CUDA GPUs are available")
+    v = _analysis(tmp_path, "stderr.txt", tb).verdict
+    assert (v.category.value, v.cause) == ("config", "device_mapping"), v.trace

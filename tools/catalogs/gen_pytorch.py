@@ -123,6 +123,9 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "host_oom", "specific", "c10/core/impl/alloc_cpu.cpp: posix_memalign returned ENOMEM: the process could not get host memory (RAM exhausted, or a ulimit -v / cgroup limit; a limit in the bundle says which)"),
     ("pt.cuda_async_note", "cuda", "c10/cuda/CUDAException.cpp", "CUDA kernel errors might be asynchronously reported at some other API call",
      "context", "subsystem", "the reported call is not necessarily the failing one"),
+    # c10/cuda CUDAFunctions.cpp device_count_ensure_non_zero: TORCH_CHECK(count, "No CUDA GPUs are available")
+    ("pt.no_cuda_gpus", "device", WHEEL, "No CUDA GPUs are available",
+     "device_mapping", "specific", "the process sees no GPU (CUDA_VISIBLE_DEVICES, a container started without GPUs)"),
     # device mismatch
     # Raised by an operator's device check (ATen TensorIterator / check_all_same_device): alone
     # it leans to the launch's device mapping; raised in the job's own frames it is the code's
