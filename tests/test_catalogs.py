@@ -271,9 +271,12 @@ def _cut_quote_of(line: str, template: str, key: str) -> bool:
     if start < 0 or not template.startswith(key):
         return False
     rest = line[start:].rstrip()
+    if template.startswith(rest):   # cut in the template's first literal words
+        return True
     pieces = re.split(r"(\{[^}]*\})", template)
-    # At least the key, a field and the next literal must be there, and the end must be missing.
-    for k in range(3, len(pieces) - 1):
+    # At least the key must be there (a quote may wrap right after it: "...timeout:" then the
+    # WorkNCCL(...) on the next line), and the end must be missing.
+    for k in range(1, len(pieces) - 1):
         head = "".join(".*?" if p.startswith("{") else re.escape(p) for p in pieces[:k])
         if re.fullmatch(head + ".*?", rest):
             return True
@@ -305,3 +308,14 @@ def test_a_spliced_string_literal_reads_as_the_compiler_reads_it():
             "there may be a mismatch in collective sizes or environment settings (e.g. NCCL_PROTO, NCCL_ALGO) between ranks")
     m = C.match_nccl(line)
     assert m is not None and "\\" not in m.entry.name
+
+
+def test_a_multi_line_warn_is_matched_by_its_first_printed_line():
+    """nvls.cc (NCCL 2.27+) WARNs "...CUDA error %d '%s'.\\nThis is usually caused by ...": the
+    log holds the part before the newline as one line; the rest follows as other lines."""
+    line = ("host:1:2 [0] transport/nvls.cc:284 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory "
+            "of size 2097152 : CUDA error 401 'the operation cannot be performed in the present state'.")
+    m = C.match_nccl(line)
+    assert m is not None and "Multicast memory" in m.entry.name and m.cause == "nvls_fabric"
+    # a different continuation on the same line is not that entry's first line
+    assert C.match_nccl(line[:-1] + " and more.") is None or "Multicast" not in C.match_nccl(line[:-1] + " and more.").entry.name

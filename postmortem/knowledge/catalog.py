@@ -119,6 +119,20 @@ _PREFIX = 8  # entries indexed by the first characters of their fixed prefix
 
 
 @functools.lru_cache(maxsize=None)
+def _first_line_regex(pattern: str) -> re.Pattern[str] | None:
+    """A WARN format holding a newline ("...'%s'.\\nThis is usually caused by ...") is printed
+    as several physical lines, and a log line holds only the first: the regex up to the first
+    escaped newline, ending the line."""
+    head, newline, _ = pattern.partition("\\\n")
+    return re.compile(head + r"\s*$") if newline and head else None
+
+
+def _first_line_matches(pattern: str, text: str) -> bool:
+    first = _first_line_regex(pattern)
+    return bool(first and first.match(text))
+
+
+@functools.lru_cache(maxsize=None)
 def _nccl_index() -> tuple[dict[tuple[str, str], tuple[Entry, ...]], dict[str, tuple[Entry, ...]], list, dict]:
     data, entries = _catalog("nccl")
     by_prefix: dict[tuple[str, str], list[Entry]] = {}
@@ -153,7 +167,7 @@ def match_nccl(line: str) -> Match | None:
         level, text, src = "WARN", line.strip(), ""
     by_prefix, floating, rules, errnos = _nccl_index()
     candidates = list(by_prefix.get((level, text[:_PREFIX]), ())) + [e for e in floating.get(level, ()) if e.key in text]
-    hits = [e for e in candidates if _regex(e.regex).match(text)]
+    hits = [e for e in candidates if _regex(e.regex).match(text) or _first_line_matches(e.regex, text)]
     if not hits:
         return None
     # The entry printed by the file the line names wins; then the one with most fixed text.

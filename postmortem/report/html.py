@@ -39,6 +39,7 @@ from postmortem.report.timeline_view import Row, ranges, time_cell
 MAX_EVIDENCE = 24          # cited lines shown (root first, then symptoms)
 MAX_EVIDENCE_PER_SYMPTOM = 2
 MAX_ARTIFACTS = 3000       # past this, only artifacts with a problem are listed (and the rest counted)
+MAX_RANGES_CHARS = 200     # a row's rank ranges (`0-3,5,9`) past this are cut and the ranks counted
 
 CATEGORY_LABEL = {"config": "Configuration", "comms": "Communication", "hardware": "Hardware", "unknown": "Unknown"}
 
@@ -83,7 +84,7 @@ def page(a: Analysis, context: Mapping[tuple[str, int], list[tuple[int, str]]]) 
         "stacks": build_stacks(a.case.stacks), "cores": build_cores(a.case.facts), "hang": collectives_view.build(a),
         "artifacts": artifacts, "cut_artifacts": cut_artifacts, "artifact_anchor": artifact_anchor,
         "css": _markup(css), "js": _markup(js), "csp": _csp(css, js), "data": _data(a),
-        "time_cell": time_cell, "ranges": ranges, "describe_frame": describe_frame, "code_spans": code_spans,
+        "time_cell": time_cell, "ranges": bounded_ranges, "describe_frame": describe_frame, "code_spans": code_spans,
     }
 
 
@@ -131,6 +132,16 @@ def _lines(ref: Ref, context, row: Row | None) -> list[tuple[int, str, bool]]:
     if row is not None:
         return [(0, row.first.text, True)]
     return []
+
+
+def bounded_ranges(numbers) -> str:
+    """A row's ranks as ranges; scattered ranks (every other one of 8,192) would make one cell
+    tens of kilobytes, so past MAX_RANGES_CHARS the text is cut and the rank count said."""
+    numbers = list(numbers)
+    text = ranges(numbers)
+    if len(text) <= MAX_RANGES_CHARS:
+        return text
+    return text[:text.rfind(",", 0, MAX_RANGES_CHARS)] + f",… ({len(set(numbers))} ranks)"
 
 
 def _artifact_rows(artifacts: tuple[Artifact, ...]) -> tuple[list[ArtifactRow], int]:

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from postmortem import __version__
-from postmortem.model import Analysis, Artifact, Event, Fact, Finding, Ref, Severity, Stack
+from postmortem.model import Analysis, Artifact, ArtifactStatus, Event, Fact, Finding, Ref, Severity, Stack
 from postmortem.report.rows import Digest, digest, row_key, timeline_rows
 from postmortem.report.timeline_view import lane_of
 
@@ -71,6 +71,11 @@ def artifact_json(a: Artifact) -> dict[str, Any]:
 MAX_TIMELINE_EVENTS = 20_000
 MAX_EVENTS_PER_ROW = 64
 MAX_ROWS = 20_000          # past this, rows without a warning, an error or a cited line are counted
+# A row's ranks[], hosts[] and sources[] and the top-level artifacts[] grow with the number of
+# files (12 MB of JSON at 8,192 ranks): each lists its first MAX_LIST_ENTRIES entries, plus every
+# entry a cited line needs (and, for artifacts, the first MAX_LIST_ENTRIES with a problem); the
+# rest are counted in `<list>_omitted`, a field present only when something was left out.
+MAX_LIST_ENTRIES = 64
 
 
 def _cited(a: Analysis) -> set[tuple[str, int | None]]:
@@ -131,6 +136,71 @@ def listed_rows(rows: list[dict[str, Any]], cited: set) -> tuple[list[dict[str, 
     return kept, len(rows) - len(kept)
 
 
+class _Needed:
+    """The entries a cut list must keep: the cited artifacts, and the ranks and hosts of the
+    findings, the launcher's root and the events on cited lines (found once, when first asked)."""
+
+    def __init__(self, a: Analysis, d: Digest, cited: set) -> None:
+        self.a, self.d, self.cited = a, d, cited
+        self.sources = {path for path, _ in cited}
+        self._who: tuple[set, set] | None = None
+
+    def who(self) -> tuple[set, set]:
+        if self._who is None:
+            v, ev = self.a.verdict, self.d.events
+            findings = ([v.root] if v.root else []) + list(v.symptoms) + list(v.alternatives)
+            cited_events = [ev[i] for i in _cited_events(ev, self.cited)]
+            ranks = {r for f in findings for r in f.culprit_ranks} | {e.rank for e in cited_events}
+            hosts = {e.host for e in cited_events}
+            if v.launcher_root is not None:
+                ranks.add(v.launcher_root.rank)
+                hosts.add(v.launcher_root.host)
+            self._who = ranks - {None}, hosts - {None, ""}
+        return self._who
+
+
+def cut_list(values: list, needed) -> tuple[list, int]:
+    """The first MAX_LIST_ENTRIES values and every later one that is `needed` (a set, or a
+    function giving one), in order; and how many were left out."""
+    if len(values) <= MAX_LIST_ENTRIES:
+        return values, 0
+    needed = needed() if callable(needed) else needed
+    kept = values[:MAX_LIST_ENTRIES] + [x for x in values[MAX_LIST_ENTRIES:] if x in needed]
+    return kept, len(values) - len(kept)
+
+
+def bounded_row(row: dict[str, Any], needed: _Needed) -> dict[str, Any]:
+    """A timeline row with its ranks, hosts and sources cut (`ranks_omitted` ... after each
+    list that was cut); a row within the bound is returned as it is."""
+    if all(len(row[k]) <= MAX_LIST_ENTRIES for k in ("ranks", "hosts", "sources")):
+        return row
+    wanted = {"ranks": lambda: needed.who()[0], "hosts": lambda: needed.who()[1], "sources": needed.sources}
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if key not in wanted:
+            out[key] = value
+            continue
+        out[key], omitted = cut_list(value, wanted[key])
+        if omitted:
+            out[key + "_omitted"] = omitted
+    return out
+
+
+def listed_artifacts(artifacts: tuple[Artifact, ...] | list[Artifact], cited_paths: set[str]) -> tuple[list[Artifact], int]:
+    """The artifacts the JSON lists: the first MAX_LIST_ENTRIES, every cited one and the first
+    MAX_LIST_ENTRIES with a problem (not read, or read with a message), in order."""
+    if len(artifacts) <= MAX_LIST_ENTRIES:
+        return list(artifacts), 0
+    kept, problems = [], 0
+    for n, x in enumerate(artifacts):
+        if n < MAX_LIST_ENTRIES or x.path in cited_paths:
+            kept.append(x)
+        elif problems < MAX_LIST_ENTRIES and (x.status is not ArtifactStatus.OK or x.message):
+            kept.append(x)
+            problems += 1
+    return kept, len(artifacts) - len(kept)
+
+
 def launcher_root_json(r) -> dict[str, Any] | None:
     if r is None:
         return None
@@ -163,8 +233,11 @@ def _fields(a: Analysis) -> dict[str, Any]:
     rows_of = digest(a.case.events)   # shared with the HTML and terminal renderers
     cited = _cited(a)
     rows, rows_omitted = listed_rows(timeline_rows(rows_of), cited)
+    needed = _Needed(a, rows_of, cited)
+    rows = [bounded_row(r, needed) for r in rows]
     listed, omitted = listed_events(rows_of, cited)
-    return {
+    artifacts, artifacts_omitted = listed_artifacts(a.case.artifacts, needed.sources)
+    doc = {
         "schema": SCHEMA,
         "tool": {"name": "postmortem", "version": __version__},
         "bundle": a.case.name,
@@ -191,9 +264,12 @@ def _fields(a: Analysis) -> dict[str, Any]:
         "timeline_rows_omitted": rows_omitted,
         "stacks": _Items(stack_json, a.case.stacks),
         "facts": _Items(fact_json, a.case.facts),
-        "artifacts": _Items(artifact_json, a.case.artifacts),
-        "trace": list(v.trace),
+        "artifacts": _Items(artifact_json, artifacts),
     }
+    if artifacts_omitted:   # only when the list was cut, so every smaller report is unchanged
+        doc["artifacts_omitted"] = artifacts_omitted
+    doc["trace"] = list(v.trace)
+    return doc
 
 
 def render(a: Analysis) -> str:
