@@ -143,7 +143,8 @@ def run(cmd: list[str], cwd: Path) -> tuple[float, float, float, bytes]:
     stats = cwd / ".time"
     timed = ["/usr/bin/time", "-o", str(stats), "-f", "%U %S %M"] + cmd if Path("/usr/bin/time").exists() else cmd
     t0 = time.perf_counter()
-    proc = subprocess.Popen(timed, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Output to a pipe, read: GNU grep with stdout on /dev/null stops at the first match.
+    proc = subprocess.Popen(timed, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     peak = [0]
 
     def sample() -> None:
@@ -155,7 +156,7 @@ def run(cmd: list[str], cwd: Path) -> tuple[float, float, float, bytes]:
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    out = proc.stderr.read()  # type: ignore[union-attr]
+    out = proc.stdout.read()  # type: ignore[union-attr]
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     sampler.join()
