@@ -68,10 +68,17 @@ def _read(name: str) -> dict:
     return json.loads(text)
 
 
+def _printed_line(regex: str) -> str:
+    """A format holding a newline (nvls.cc: "...CUDA error %d '%s'.\\nThis is usually caused by
+    ...") prints further physical lines, and a log line holds only the first: the generated
+    regex up to its first escaped newline."""
+    return regex.partition("\\\n")[0]
+
+
 def _entry(catalog: str, e: dict) -> Entry:
     return Entry(catalog=catalog, id=e["id"], name=e.get("name") or e.get("format") or e.get("template", ""),
                  cause=e.get("cause", ""), strength=e.get("strength", "specific"), why=e.get("why", ""),
-                 number=e.get("number", e.get("code")), message=e.get("message", ""), regex=e.get("regex", ""),
+                 number=e.get("number", e.get("code")), message=e.get("message", ""), regex=_printed_line(e.get("regex", "")),
                  key=e.get("key", ""), subsystem=e.get("subsystem", e.get("family", "")),
                  files=tuple(e.get("files", [e["file"]] if "file" in e else [])), versions=tuple(e.get("versions", [])),
                  level=e.get("level", ""))
@@ -119,20 +126,6 @@ _PREFIX = 8  # entries indexed by the first characters of their fixed prefix
 
 
 @functools.lru_cache(maxsize=None)
-def _first_line_regex(pattern: str) -> re.Pattern[str] | None:
-    """A WARN format holding a newline ("...'%s'.\\nThis is usually caused by ...") is printed
-    as several physical lines, and a log line holds only the first: the regex up to the first
-    escaped newline, ending the line."""
-    head, newline, _ = pattern.partition("\\\n")
-    return re.compile(head + r"\s*$") if newline and head else None
-
-
-def _first_line_matches(pattern: str, text: str) -> bool:
-    first = _first_line_regex(pattern)
-    return bool(first and first.match(text))
-
-
-@functools.lru_cache(maxsize=None)
 def _nccl_index() -> tuple[dict[tuple[str, str], tuple[Entry, ...]], dict[str, tuple[Entry, ...]], list, dict]:
     data, entries = _catalog("nccl")
     by_prefix: dict[tuple[str, str], list[Entry]] = {}
@@ -167,7 +160,7 @@ def match_nccl(line: str) -> Match | None:
         level, text, src = "WARN", line.strip(), ""
     by_prefix, floating, rules, errnos = _nccl_index()
     candidates = list(by_prefix.get((level, text[:_PREFIX]), ())) + [e for e in floating.get(level, ()) if e.key in text]
-    hits = [e for e in candidates if _regex(e.regex).match(text) or _first_line_matches(e.regex, text)]
+    hits = [e for e in candidates if _regex(e.regex).match(text)]
     if not hits:
         return None
     # The entry printed by the file the line names wins; then the one with most fixed text.
