@@ -146,9 +146,9 @@ def without_gc():
             gc.enable()
 
 
-def _digest(events: Sequence[Event]) -> Digest:
-    shown = timeline_order(shown_events(events))
-    keys = row_keys(shown)
+def _fold(keys: list[tuple[str, str, str]]) -> tuple[list[int], list[tuple[str, str, str]], list[list[int]]]:
+    """Events' row keys folded into rows in order of first appearance: each event's row, each
+    row's key, each row's events."""
     numbers = dict.fromkeys(keys)
     for n, key in enumerate(numbers):
         numbers[key] = n
@@ -156,8 +156,15 @@ def _digest(events: Sequence[Event]) -> Digest:
     members: list[list[int]] = [[] for _ in numbers]
     for i, r in enumerate(row_of):
         members[r].append(i)
+    return row_of, list(numbers), members
+
+
+def _digest(events: Sequence[Event]) -> Digest:
+    shown = timeline_order(shown_events(events))
+    keys = row_keys(shown)
+    row_of, folded_keys, members = _fold(keys)
     timed = sum(1 for w in map(_WHEN, shown) if w is not None and w.at is not None)
-    return Digest(shown, row_of, list(numbers), members, timed)
+    return Digest(shown, row_of, folded_keys, members, timed)
 
 
 def _unique(values: Iterable) -> list:
@@ -172,19 +179,13 @@ def timeline_rows(events: Iterable[Event] | Digest, keep_all_severe: bool = True
     if not isinstance(events, Digest):
         events = list(events)
         keys = keys if keys is not None else row_keys(events)
-        numbers = dict.fromkeys(keys)
-        for n, key in enumerate(numbers):
-            numbers[key] = n
-        row_of = list(map(numbers.__getitem__, keys))
-        members: list[list[int]] = [[] for _ in numbers]
-        for i, r in enumerate(row_of):
-            members[r].append(i)
+        row_of, folded_keys, members = _fold(keys)
         timed = 0
         while timed < len(events) and events[timed].when is not None and events[timed].when.at is not None:
             timed += 1
         if any(e.when is not None and e.when.at is not None for e in events[timed:]):
             timed = -1  # not in timeline order: find times event by event
-        events = Digest(events, row_of, list(numbers), members, timed)
+        events = Digest(events, row_of, folded_keys, members, timed)
     d = events
     ev = d.events
     ranks, hosts, paths = d.column("rank"), d.column("host"), d.column("ref.path")
