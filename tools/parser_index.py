@@ -13,7 +13,6 @@ it is stale.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from postmortem import parsers  # noqa: E402
+from generated_file import write_or_check  # noqa: E402  (tools/ is sys.path[0] when run)
 
 OUT = ROOT / "postmortem" / "parsers" / parsers.INDEX
 
@@ -31,19 +31,8 @@ def render() -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--check", action="store_true", help="exit 1 when index.json differs from a fresh run")
-    args = ap.parse_args()
     text = render()
-    if args.check:
-        if not OUT.is_file() or OUT.read_text(encoding="utf-8") != text:
-            print(f"{OUT.relative_to(ROOT)} is stale: run python tools/parser_index.py", file=sys.stderr)
-            return 1
-        print(f"{OUT.relative_to(ROOT)} is current")
-        return 0
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT.relative_to(ROOT)} ({len(parsers.PARSERS)} parsers)")
-    return 0
+    return write_or_check(OUT, ROOT, text, __doc__, "python tools/parser_index.py", f"{len(parsers.PARSERS)} parsers")
 
 
 if __name__ == "__main__":

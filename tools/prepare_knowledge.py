@@ -13,7 +13,6 @@ tests/test_prepared_knowledge.py fails while prepared.json is stale.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from postmortem import knowledge  # noqa: E402
+from generated_file import write_or_check  # noqa: E402  (tools/ is sys.path[0] when run)
 
 OUT = ROOT / "postmortem" / "knowledge" / knowledge.PREPARED
 
@@ -32,20 +32,9 @@ def render() -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--check", action="store_true", help="exit 1 when prepared.json differs from a fresh run")
-    args = ap.parse_args()
     text = render()
-    if args.check:
-        current = OUT.read_text(encoding="utf-8") if OUT.is_file() else ""
-        if current != text:
-            print(f"{OUT.relative_to(ROOT)} is stale: run python tools/prepare_knowledge.py", file=sys.stderr)
-            return 1
-        print(f"{OUT.relative_to(ROOT)} is current")
-        return 0
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT.relative_to(ROOT)} ({len(text):,} bytes) from {', '.join(knowledge.SOURCES)}")
-    return 0
+    return write_or_check(OUT, ROOT, text, __doc__, "python tools/prepare_knowledge.py",
+                          f"{len(text):,} bytes from {', '.join(knowledge.SOURCES)}")
 
 
 if __name__ == "__main__":
