@@ -100,3 +100,15 @@ def test_accelerate_device_map_guards():
                  "than the one you're training on."):
         assert rx.search(text), text
     assert not rx.search("ValueError: You can't train a model that has been loaded in 8-bit precision without adapters")
+
+
+def test_ucx_shared_memory_fifo_failure():
+    import re
+    m = _message("ucx_mm_fifo_alloc_failed")
+    assert m.cause == "shm_exhausted" and m.strength == "strong"
+    rx = re.compile(m.pattern)
+    # Formatted with the prefix UCX's default log handler adds ("[time] [host:pid:tid] file:line UCX ERROR");
+    # the numbers are placeholders.
+    assert rx.search("[1700000000.123456] [node1:4242:0] mm_iface.c:818 UCX ERROR mm_iface failed to allocate receive FIFO")
+    # UCX's other FIFO (the send side's) and unrelated allocation failures are not this line.
+    assert not rx.search("mm_iface failed to allocate receive descriptor")
