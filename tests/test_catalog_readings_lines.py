@@ -112,3 +112,14 @@ def test_ucx_shared_memory_fifo_failure():
     assert rx.search("[1700000000.123456] [node1:4242:0] mm_iface.c:818 UCX ERROR mm_iface failed to allocate receive FIFO")
     # UCX's other FIFO (the send side's) and unrelated allocation failures are not this line.
     assert not rx.search("mm_iface failed to allocate receive descriptor")
+
+
+def test_nccl_kernel_reading_holds_only_where_nccl_calls_its_kernels():
+    # The same text from a file that makes no call on NCCL's kernels (cudawrap's driver calls,
+    # a transport's setup) is not read as a missing architecture.
+    for line in ("h:1:2 [0] misc/cudawrap.cc:120 NCCL WARN Cuda failure 'named symbol not found'",
+                 "h:1:2 [0] transport/p2p.cc:300 NCCL WARN Cuda failure 'named symbol not found'"):
+        m = C.match_nccl(line)
+        assert m and m.cause != "nccl_version_old", line
+    m = C.match_nccl("h:1:2 [0] misc/strongstream.cc:272 NCCL WARN Cuda failure 'invalid device function'")
+    assert m and m.cause == "nccl_version_old"
