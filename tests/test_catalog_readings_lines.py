@@ -123,3 +123,12 @@ def test_nccl_kernel_reading_holds_only_where_nccl_calls_its_kernels():
         assert m and m.cause != "nccl_version_old", line
     m = C.match_nccl("h:1:2 [0] misc/strongstream.cc:272 NCCL WARN Cuda failure 'invalid device function'")
     assert m and m.cause == "nccl_version_old"
+
+
+def test_nccl_socket_bind_reads_its_errno():
+    # include/checks.h SYSCHECK(bind(...), "bind") in misc/socket.cc, as NCCL 2.27+ formats it.
+    m = C.match_nccl("h:1:2 [0] misc/socket.cc:137 NCCL WARN Call to bind failed: Address already in use")
+    assert m and m.cause == "port_in_use" and m.strength == "specific"
+    # Without an errno it names the socket subsystem only, weakly.
+    m = C.match_nccl("h:1:2 [0] misc/socket.cc:137 NCCL WARN Call to bind failed: Invalid argument")
+    assert m and m.cause == "nccl_network" and m.strength == "subsystem"

@@ -84,6 +84,10 @@ ERRNO_READINGS = {  # strerror text -> cause, for entries marked 'errno'
             "Cannot allocate memory": "shm_exhausted", "Permission denied": "shm_permissions",
             "Read-only file system": "shm_permissions", "Operation not permitted": "shm_permissions",
             "Too many open files": "fd_limit", "No such file or directory": "context"},
+    # misc/socket.cc SYSCHECK(bind(...), "bind") -> "Call to bind failed: <strerror>": EADDRINUSE
+    # only with a fixed port (NCCL_COMM_ID, a set NCCL_SOCKET_PORT range); unreachable peers on connect.
+    "socket": {"Address already in use": "port_in_use", "No route to host": "nccl_network",
+               "Network is unreachable": "nccl_network"},
     "ib": {"Cannot allocate memory": "memlock_limit", "Operation not permitted": "memlock_limit",
            "Bad address": "nccl_network", "No such device": "nccl_network", "Connection timed out": "nccl_network"},
 }
