@@ -10,7 +10,8 @@ real parsers and the message matcher:
 
 * inert: no parser's prefilter and no known message wants it -> counted as a line;
 * routine: a plain NCCL INFO line whose repeats only add to counts (unstructured INFO,
-  channel lines) -> handed to the NCCL parser once per run, with its count;
+  channel lines) -> handed to the NCCL parser once per run, with its count (and to the
+  message matcher only if a known message is in it: quiet otherwise);
 * anything else (WARNs, error chains, Init/network/version lines, known messages,
   block openers of tracebacks, faulthandler, gdb ...) -> read line by line at its
   place, with the lines after it while a parser is inside a multi-line block.
@@ -45,6 +46,9 @@ DISTINCT_SHARE = 0.5      # a piece with more distinct lines than this share is 
 _KINDS_CAP = 1 << 18      # distinct lines whose class is remembered across blocks
 
 INERT, ROUTINE, CONTEXT, ONE_BY_ONE = 0, 1, 2, 3
+# A routine line no known message matches (most of them): the matcher is not asked again
+# (its keyword prefilter costs microseconds a line, as much as the NCCL parser's work).
+QUIET = 4
 
 # `host:pid:tid ` at the start of an NCCL line; its digits are masked in the key of the
 # bundle-wide class cache (_Reader.kind), so rank 7's line finds rank 3's class.
@@ -160,7 +164,7 @@ class _Reader:
         parsers' prefilters are skipped."""
         line = Line(self.path, no, raw, raw, self.host)
         claimed = None
-        if kind == ROUTINE:
+        if kind == ROUTINE or kind == QUIET:
             nccl = self.nccl
             if _feed(self.sink, nccl, line):
                 self.used.add(nccl.name)
@@ -169,7 +173,7 @@ class _Reader:
                 claimed = nccl
             else:
                 self.unclaimed += 1
-        if self.matcher.feed(line):  # a routine line may carry a context message (a version)
+        if kind != QUIET and self.matcher.feed(line):  # a routine line may carry a context message (a version)
             self.used.add(self.matcher.name)
         return claimed
 
@@ -208,12 +212,12 @@ class _Reader:
             if len(shared) < _KINDS_CAP:
                 shared[key] = got[0]
             return got
-        if got != ROUTINE:
+        if got != ROUTINE and got != QUIET:
             return got, None
         m = _INFO_PREFIX.fullmatch(raw.partition(_INFO_MARK)[0])
         if m is None:  # cannot happen for a line of the same shape; be safe
             return self.classify(raw)
-        return ROUTINE, (m["host"], m["pid"], m["tid"])
+        return got, (m["host"], m["pid"], m["tid"])
 
     def classify(self, raw: str) -> tuple[int, tuple | None]:
         text, rank, wrapped_host, stamp = strip(raw)
@@ -232,7 +236,7 @@ class _Reader:
         m = _INFO_PREFIX.fullmatch(head) if mark else None
         if m is None or fast_chain(msg) is not None or _ABORT.search(msg):
             return ONE_BY_ONE, None
-        return ROUTINE, (m["host"], m["pid"], m["tid"])
+        return (ROUTINE if said else QUIET), (m["host"], m["pid"], m["tid"])
 
     def block(self, data: bytes) -> int:
         """One newline-aligned piece of the artifact.
@@ -298,7 +302,7 @@ class _Reader:
                 i = todo[t]
             key = keys[i]
             kind, thread = kinds[key]
-            if kind == ROUTINE or kind == CONTEXT:
+            if kind == QUIET or kind == ROUTINE or kind == CONTEXT:
                 if key in targets and not self.in_block and thread not in nccl._chains \
                         and thread not in nccl._last_warn:
                     i += 1
@@ -311,7 +315,7 @@ class _Reader:
                     pass
                 elif kind == CONTEXT or claimed is nccl:
                     found = [(data, "lines") for data in matcher.repeat_targets]
-                    if kind == ROUTINE and nccl.repeat_target is not None:
+                    if kind != CONTEXT and nccl.repeat_target is not None:
                         data = nccl.repeat_target
                         found.append((data, "count" if "count" in data else "channel_lines"))
                     targets[key] = found
