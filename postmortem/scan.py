@@ -58,6 +58,9 @@ _DIGITS = str.maketrans("0123456789", "\0" * 10)  # NUL: never in a line read (s
 # NCCL 2.26+ prefixes every line with `[%F %T] ` (optionally with a fraction): repeats of
 # one line differ only there.  Digits and punctuation only, so no parser keys on it.
 _LEADING_STAMP = re.compile(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\] ", re.M)
+# The same stamp after a newline: searched with its literal `\n[` first (`^` with re.M is
+# tried at every byte); with a match of _LEADING_STAMP at 0 it finds what that search finds.
+_STAMP_AFTER_NEWLINE = re.compile(rb"\n\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\] ")
 
 
 def _index(items: list[str], item: str, start: int) -> int | None:
@@ -104,6 +107,12 @@ def blocks(chunks: Iterable[bytes], size: int = BLOCK_BYTES) -> Iterator[bytes]:
 def split_lines(text: str, cap: int = bundle.MAX_LINE_CHARS) -> tuple[list[str], int]:
     """What bundle.Lines yields for `text`, each line cleaned (no newline, no NUL), and
     how many lines were cut at `cap` characters."""
+    lines = _split(text)
+    return _capped(lines, cap) if lines and max(map(len, lines)) > cap else (lines, 0)
+
+
+def _split(text: str) -> list[str]:
+    """split_lines without the cap."""
     if "\r" in text:  # universal newlines, as bundle.Lines
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\x00" in text:
@@ -111,11 +120,30 @@ def split_lines(text: str, cap: int = bundle.MAX_LINE_CHARS) -> tuple[list[str],
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    cut = 0
-    if lines and max(map(len, lines)) > cap:
-        cut = sum(1 for line in lines if len(line) > cap)
-        lines = [line[:cap] for line in lines]
-    return lines, cut
+    return lines
+
+
+def _capped(lines: list[str], cap: int) -> tuple[list[str], int]:
+    return [line[:cap] for line in lines], sum(1 for line in lines if len(line) > cap)
+
+
+def _counted(data: bytes, cap: int) -> tuple[list[str], list[str], Counter, int]:
+    """split_lines of the piece, the keys its lines are counted by (the lines, each without
+    a leading stamp), the count of each key in order of first appearance, the cut lines.
+    Without stamps the cap is checked on the distinct lines only (the longest line is one
+    of them)."""
+    if _LEADING_STAMP.match(data) is not None or _STAMP_AFTER_NEWLINE.search(data) is not None:
+        lines, cut = split_lines(data.decode("utf-8", "replace"), cap)
+        keys, _ = split_lines(_LEADING_STAMP.sub(b"", data).decode("utf-8", "replace"), cap)
+        if len(keys) != len(lines):  # cannot happen with the anchored pattern; be safe
+            keys = lines
+        return lines, keys, Counter(keys), cut
+    lines = _split(data.decode("utf-8", "replace"))
+    counts = Counter(lines)
+    if counts and max(map(len, counts)) > cap:
+        lines, cut = _capped(lines, cap)
+        return lines, lines, Counter(lines), cut
+    return lines, lines, counts, 0
 
 
 class _Reader:
@@ -246,21 +274,13 @@ class _Reader:
         thread (an error chain, a WARN), and the first line of each routine class (its
         event).  Skipped: inert lines, and repeats of routine lines, which are counted
         (Counter) and added to their event at the end of the piece."""
-        lines, cut = split_lines(data.decode("utf-8", "replace"), self.cap)
-        # `^` with re.M is tried at every byte: look for the `\n[` a stamp needs first (C memchr).
-        if (data[:1] == b"[" or b"\n[" in data) and _LEADING_STAMP.search(data) is not None:
-            keys, _ = split_lines(_LEADING_STAMP.sub(b"", data).decode("utf-8", "replace"), self.cap)
-            if len(keys) != len(lines):  # cannot happen with the anchored pattern; be safe
-                keys = lines
-        else:
-            keys = lines
+        lines, keys, counts, cut = _counted(data, self.cap)
         base, total = self.n, len(lines)
         self.n += total
         if len(self.kinds) > _KINDS_CAP:
             self.kinds.clear()
             self.targets.clear()
         kinds, targets = self.kinds, self.targets
-        counts = Counter(keys)  # distinct lines in order of first appearance, with their counts
         if len(counts) > DISTINCT_SHARE * total:  # mostly distinct: classifying them would only add work
             self.line_by_line(lines, base)
             return cut
