@@ -127,23 +127,51 @@ def _capped(lines: list[str], cap: int) -> tuple[list[str], int]:
     return [line[:cap] for line in lines], sum(1 for line in lines if len(line) > cap)
 
 
-def _counted(data: bytes, cap: int) -> tuple[list[str], list[str], Counter, int]:
-    """split_lines of the piece, the keys its lines are counted by (the lines, each without
-    a leading stamp), the count of each key in order of first appearance, the cut lines.
-    Without stamps the cap is checked on the distinct lines only (the longest line is one
-    of them)."""
+class _Decoded:
+    """The lines of a piece split as bytes, as text: each distinct line decoded once.
+
+    Decoding a line alone gives what decoding the piece gives for it: a newline byte is
+    never part of a UTF-8 sequence, so an invalid sequence is replaced alike either way."""
+
+    __slots__ = ("keys", "text")
+
+    def __init__(self, keys: list[bytes], distinct: Iterable[bytes]) -> None:
+        self.keys = keys
+        self.text = {key: key.decode("utf-8", "replace") for key in distinct}
+
+    def __getitem__(self, i: int) -> str:
+        return self.text[self.keys[i]]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self.text.__getitem__, self.keys)
+
+
+def _counted(data: bytes, cap: int) -> tuple[list, Counter, list[str] | _Decoded, int]:
+    """The keys the piece's lines are counted by (the lines, each without a leading stamp),
+    the count of each key in order of first appearance, the lines as split_lines gives
+    them, and how many were cut.
+
+    A piece without stamps, carriage returns or NULs is split and counted as bytes and
+    only its distinct lines are decoded (most pieces of a big log); no line is cut when
+    none is longer than the cap in bytes (never fewer bytes than characters)."""
     if _LEADING_STAMP.match(data) is not None or _STAMP_AFTER_NEWLINE.search(data) is not None:
         lines, cut = split_lines(data.decode("utf-8", "replace"), cap)
         keys, _ = split_lines(_LEADING_STAMP.sub(b"", data).decode("utf-8", "replace"), cap)
         if len(keys) != len(lines):  # cannot happen with the anchored pattern; be safe
             keys = lines
-        return lines, keys, Counter(keys), cut
-    lines = _split(data.decode("utf-8", "replace"))
-    counts = Counter(lines)
-    if counts and max(map(len, counts)) > cap:
-        lines, cut = _capped(lines, cap)
-        return lines, lines, Counter(lines), cut
-    return lines, lines, counts, 0
+        return keys, Counter(keys), lines, cut
+    if b"\r" not in data and b"\x00" not in data:
+        keys = data.split(b"\n")
+        if keys and keys[-1] == b"":
+            keys.pop()
+        counts = Counter(keys)
+        if not counts or max(map(len, counts)) <= cap:
+            return keys, counts, _Decoded(keys, counts), 0
+    lines, cut = split_lines(data.decode("utf-8", "replace"), cap)
+    return lines, Counter(lines), lines, cut
 
 
 class _Reader:
@@ -164,8 +192,8 @@ class _Reader:
         self.repeats: int | None = None
         self.seen: dict[int, int] = {}
         self.repeated = 0
-        self.kinds: dict[str, tuple[int, tuple | None]] = {}
-        self.targets: dict[str, dict] = {}  # routine line -> what its repeats add to
+        self.kinds: dict[str | bytes, tuple[int, tuple | None]] = {}  # by the keys of _counted
+        self.targets: dict[str | bytes, list] = {}  # routine line -> what its repeats add to
         # Classes shared with the bundle's other files, unless a parser wants this file's
         # lines whatever they say (ClockParser on clock.json): then its classes are its own.
         blank = Line(path, 0, "", "", host)
@@ -205,7 +233,7 @@ class _Reader:
             self.used.add(self.matcher.name)
         return claimed
 
-    def line_by_line(self, lines: list[str], base: int) -> None:
+    def line_by_line(self, lines: Iterable[str], base: int) -> None:
         repeats, seen = self.repeats, self.seen
         for i, raw in enumerate(lines):
             if repeats is not None and not self.in_block:  # the budget's `repeats`, as parse_text
@@ -274,7 +302,7 @@ class _Reader:
         thread (an error chain, a WARN), and the first line of each routine class (its
         event).  Skipped: inert lines, and repeats of routine lines, which are counted
         (Counter) and added to their event at the end of the piece."""
-        lines, keys, counts, cut = _counted(data, self.cap)
+        keys, counts, lines, cut = _counted(data, self.cap)
         base, total = self.n, len(lines)
         self.n += total
         if len(self.kinds) > _KINDS_CAP:
@@ -284,7 +312,7 @@ class _Reader:
         if len(counts) > DISTINCT_SHARE * total:  # mostly distinct: classifying them would only add work
             self.line_by_line(lines, base)
             return cut
-        first: dict[str, int] = {}  # each distinct line's first place; a rank's file has them all early
+        first: dict = {}  # each distinct line's first place; a rank's file has them all early
         want = len(counts)
         for i, key in enumerate(keys):
             if key not in first:
@@ -308,7 +336,7 @@ class _Reader:
             todo = sorted([i for i in todo if i >= 0] + [i for i, key in enumerate(keys) if key in wanted])
         else:
             todo.sort()
-        processed: dict[str, int] = {}
+        processed: dict = {}
         nccl, matcher = self.nccl, self.matcher
         repeats, seen = self.repeats, self.seen
         i = t = 0
