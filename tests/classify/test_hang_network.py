@@ -12,7 +12,7 @@ V21 = Path(__file__).resolve().parents[2] / "fixtures" / "validation21"
 
 def _bundle(tmp_path: Path, files: dict[str, str]) -> Path:
     bundle = tmp_path / "bundle"
-    bundle.mkdir()
+    bundle.mkdir(parents=True)
     for name, text in files.items():
         (bundle / name).parent.mkdir(parents=True, exist_ok=True)
         (bundle / name).write_text(text, encoding="utf-8")
@@ -81,3 +81,81 @@ def test_loopback_fallback_alone_claims_nothing(tmp_path):
     # printed by every single-host job whose host name does not resolve: harmless there
     v = _verdict(tmp_path, {"stderr.txt": _LOOPBACK})
     assert v.cause == "unknown", v.trace
+
+
+# --- where the ranks stood when the job hung ---------------------------------------------------
+
+# lab3-uneven-shards-barrier-hang/bundle/torchrun.log (torch 2.13.0 gloo; rank 0 ran out of data)
+def _timeout_tb(rank: int, frames: list[tuple[str, int, str, str]], timeout_ms: int = 45000) -> str:
+    lines = [f"[rank{rank}]: Traceback (most recent call last):"]
+    for path, line, func, code in frames:
+        lines += [f'[rank{rank}]:   File "{path}", line {line}, in {func}', f"[rank{rank}]:     {code}"]
+    lines.append(f"[rank{rank}]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] "
+                 f"Timed out waiting {timeout_ms}ms for recv operation to complete")
+    return "\n".join(lines) + "\n"
+
+
+_SITE = "/work/torchvenv/lib/python3.11/site-packages/torch"
+_PROG = "/work/blind3/lab/programs/train_stream.py"
+_IN_BACKWARD = [(_PROG, 41, "<module>", "main()"), (_PROG, 30, "main", "opt.zero_grad(); loss.backward(); opt.step()"),
+                (f"{_SITE}/_tensor.py", 623, "backward", "torch.autograd.backward("),
+                (f"{_SITE}/autograd/__init__.py", 395, "backward", "_engine_run_backward("),
+                (f"{_SITE}/autograd/graph.py", 979, "_engine_run_backward", "return Variable._execution_engine.run_backward(")]
+_IN_BARRIER = [(_PROG, 41, "<module>", "main()"), (_PROG, 35, "main", "dist.barrier()"),
+               (f"{_SITE}/distributed/c10d_logger.py", 83, "wrapper", "return func(*args, **kwargs)"),
+               (f"{_SITE}/distributed/distributed_c10d.py", 5356, "barrier", "work.wait()")]
+_IN_ALL_REDUCE = [(_PROG, 41, "<module>", "main()"), (_PROG, 30, "main", "dist.all_reduce(t)"),
+                  (f"{_SITE}/distributed/c10d_logger.py", 83, "wrapper", "return func(*args, **kwargs)"),
+                  (f"{_SITE}/distributed/distributed_c10d.py", 3252, "all_reduce", "work.wait()")]
+
+
+def test_ranks_timing_out_in_different_collectives_are_a_desync(tmp_path):
+    v = _verdict(tmp_path, {"torchrun.log": _timeout_tb(1, _IN_BACKWARD) + _timeout_tb(0, _IN_BARRIER)})
+    assert v.cause == "collective_desync", v.trace
+    assert any("stacks-at-timeout" in t and "barrier" in t for t in v.trace)
+
+
+def test_ranks_timing_out_in_the_same_collective_are_no_desync(tmp_path):
+    v = _verdict(tmp_path, {"torchrun.log": _timeout_tb(1, _IN_ALL_REDUCE) + _timeout_tb(0, _IN_ALL_REDUCE)})
+    assert v.cause != "collective_desync", v.trace
+
+
+# lab3-val-tokenize-straggler/bundle/py-spy-rank{0,1}.txt (py-spy 0.4 dump of two mp.spawn ranks)
+_PYSPY_HEAD = ("Process {pid}: /work/torchvenv/bin/python -B -c from multiprocessing.spawn import spawn_main; "
+               "spawn_main(tracker_fd=4, pipe_handle=6) --multiprocessing-fork\n"
+               "Python v3.11.7 (/root/.pyenv/versions/3.11.7/bin/python3.11)\n\n")
+_SPAWN_TAIL = ("    _wrap (torch/multiprocessing/spawn.py:87)\n"
+               "    BaseProcess.run (multiprocessing/process.py:108)\n"
+               "    BaseProcess._bootstrap (multiprocessing/process.py:314)\n"
+               "    _main (multiprocessing/spawn.py:135)\n"
+               "    spawn_main (multiprocessing/spawn.py:122)\n"
+               "    <module> (<string>:1)\n")
+_RANK0_TOKENIZING = (_PYSPY_HEAD.format(pid=29537) + 'Thread 29537 ({status}): "MainThread"\n'
+                     "    bpe_tokenize (train_seq2seq.py:18)\n    worker (train_seq2seq.py:46)\n" + _SPAWN_TAIL)
+_RANK1_WAITING = (_PYSPY_HEAD.format(pid=29538) + 'Thread 29538 (idle): "MainThread"\n'
+                  "    all_reduce (torch/distributed/distributed_c10d.py:3252)\n"
+                  "    _exception_logger.<locals>.wrapper (torch/distributed/c10d_logger.py:83)\n"
+                  "    worker (train_seq2seq.py:50)\n" + _SPAWN_TAIL)
+_RANK1_TIMEOUT = ("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:129] "
+                  "Timed out waiting 25000ms for send operation to complete\n")
+
+
+def test_a_running_rank_outside_collectives_while_another_waits_is_the_straggler(tmp_path):
+    v = _verdict(tmp_path, {"py-spy-rank0.txt": _RANK0_TOKENIZING.format(status="active+gil"),
+                            "py-spy-rank1.txt": _RANK1_WAITING, "train.log": _RANK1_TIMEOUT})
+    assert v.cause == "straggler_timeout", v.trace
+    assert any("rank(s) 0 were running" in t or "rank 0 was running" in t for t in v.trace), v.trace
+
+
+def test_an_idle_rank_outside_collectives_is_only_a_weak_sign(tmp_path):
+    strong = _verdict(tmp_path / "a", {"py-spy-rank0.txt": _RANK0_TOKENIZING.format(status="active+gil"),
+                                       "py-spy-rank1.txt": _RANK1_WAITING, "train.log": _RANK1_TIMEOUT})
+    weak = _verdict(tmp_path / "b", {"py-spy-rank0.txt": _RANK0_TOKENIZING.format(status="idle"),
+                                     "py-spy-rank1.txt": _RANK1_WAITING, "train.log": _RANK1_TIMEOUT})
+    assert weak.confidence < strong.confidence
+
+
+def test_dumps_without_any_timeout_are_a_snapshot_not_a_hang(tmp_path):
+    v = _verdict(tmp_path, {"py-spy-rank0.txt": _RANK0_TOKENIZING.format(status="active+gil"),
+                            "py-spy-rank1.txt": _RANK1_WAITING})
+    assert v.cause != "straggler_timeout", v.trace

@@ -11,7 +11,7 @@ from postmortem.classify.rules.comms import (HostOnlySocketInterface, KernelRdma
 from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, HighHostMemoryThenDeath,
                                               KilledWithoutReason, MeasuredLimit, MemoryLimitSet,
                                               ShmFullInPython, SigbusContext)
-from postmortem.classify.rules.hang import FlightRecorderHang
+from postmortem.classify.rules.hang import FlightRecorderHang, StacksAtTimeout
 from postmortem.classify.rules.hardware import GpuHealth
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
 
@@ -34,6 +34,7 @@ RULES: tuple[Rule, ...] = (
     CudaBuildNewerThanDriver(),
     NcclStoppedDuringInit(),
     FlightRecorderHang(),
+    StacksAtTimeout(),
     KernelRdmaFault(),
     HostOnlySocketInterface(),
     AppError(),
