@@ -159,3 +159,55 @@ def test_dumps_without_any_timeout_are_a_snapshot_not_a_hang(tmp_path):
     v = _verdict(tmp_path, {"py-spy-rank0.txt": _RANK0_TOKENIZING.format(status="active+gil"),
                             "py-spy-rank1.txt": _RANK1_WAITING})
     assert v.cause != "straggler_timeout", v.trace
+
+
+# --- network faults that show only as timeouts --------------------------------------------------
+
+SYSTEM = Path(__file__).resolve().parents[2] / "fixtures" / "system"
+# lab3-switch-port-down/bundle/node0.log line 22 (torch 2.13.0 gloo): every rank timed out alike
+_ALL_TIMED_OUT = {
+    "node0.log": "[rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] "
+                 "Timed out waiting 30000ms for recv operation to complete\n",
+    "node1.log": "[rank1]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] "
+                 "Timed out waiting 30000ms for recv operation to complete\n",
+}
+# lab3-switch-port-down/bundle/dmesg.txt (net/bridge/br_stp.c br_log_state)
+_PORT_DISABLED = "[Tue Dec  1 16:42:03 2026] br0: port 2(swp2) entered disabled state\n"
+
+
+def _ip(name: str) -> str:
+    return (SYSTEM / name).read_text(encoding="utf-8")
+
+
+def test_timeouts_on_every_rank_alone_stay_a_timeout(tmp_path):
+    v = _verdict(tmp_path, dict(_ALL_TIMED_OUT))
+    assert v.cause == "nccl_timeout", v.trace
+
+
+def test_timeouts_beside_an_interface_without_carrier_are_the_network(tmp_path):
+    v = _verdict(tmp_path, {**_ALL_TIMED_OUT, "ip_addr.txt": _ip("ip_addr_nocarrier.txt")})
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+    assert any("interface pma had no link" in t for t in v.trace)
+
+
+def test_a_down_interface_that_is_administratively_down_is_no_sign(tmp_path):
+    # pmb is not UP: nobody meant it to carry traffic
+    text = "\n".join(line for line in _ip("ip_addr_nocarrier.txt").splitlines() if "pma" not in line) + "\n"
+    v = _verdict(tmp_path, {**_ALL_TIMED_OUT, "ip_addr.txt": text})
+    assert v.cause == "nccl_timeout", v.trace
+
+
+def test_a_link_down_in_the_kernel_log_with_no_carrier_measured_is_the_network(tmp_path):
+    v = _verdict(tmp_path, {**_ALL_TIMED_OUT, "dmesg.txt": _PORT_DISABLED, "ip_br.txt": _ip("ip_br_addr_nocarrier.txt")})
+    assert v.cause == "nccl_network", v.trace
+
+
+def test_a_bridge_port_going_to_forwarding_is_no_fault(tmp_path):
+    v = _verdict(tmp_path, {**_ALL_TIMED_OUT, "dmesg.txt": _PORT_DISABLED.replace("disabled", "forwarding")})
+    assert v.cause == "nccl_timeout", v.trace
+
+
+def test_loopback_is_never_the_job_s_link(tmp_path):
+    lo_down = "1: lo: <LOOPBACK,UP> mtu 65536 qdisc noqueue state DOWN group default qlen 1000\n"
+    v = _verdict(tmp_path, {**_ALL_TIMED_OUT, "ip_addr.txt": lo_down})
+    assert v.cause == "nccl_timeout", v.trace

@@ -13,6 +13,7 @@ from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout,
                                               ShmFullInPython, SigbusContext)
 from postmortem.classify.rules.hang import FlightRecorderHang, StacksAtTimeout
 from postmortem.classify.rules.hardware import GpuHealth
+from postmortem.classify.rules.interfaces import InterfaceFaults
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
 
 RULES: tuple[Rule, ...] = (
@@ -37,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     StacksAtTimeout(),
     KernelRdmaFault(),
     HostOnlySocketInterface(),
+    InterfaceFaults(),
     AppError(),
 )
 
