@@ -84,9 +84,41 @@ ERRNO_READINGS = {  # strerror text -> cause, for entries marked 'errno'
             "Cannot allocate memory": "shm_exhausted", "Permission denied": "shm_permissions",
             "Read-only file system": "shm_permissions", "Operation not permitted": "shm_permissions",
             "Too many open files": "fd_limit", "No such file or directory": "context"},
+    # misc/socket.cc SYSCHECK(bind(...), "bind") -> "Call to bind failed: <strerror>": EADDRINUSE
+    # only with a fixed port (NCCL_COMM_ID, a set NCCL_SOCKET_PORT range); unreachable peers on connect.
+    "socket": {"Address already in use": "port_in_use", "No route to host": "nccl_network",
+               "Network is unreachable": "nccl_network"},
     "ib": {"Cannot allocate memory": "memlock_limit", "Operation not permitted": "memlock_limit",
            "Bad address": "nccl_network", "No such device": "nccl_network", "Connection timed out": "nccl_network"},
 }
+
+# A CUDA error NCCL's own call returns that can only mean NCCL's binary holds no kernel this GPU
+# can run: the calls NCCL checks with CUDACHECK on a device-function handle (enqueue.cc
+# ncclInitKernelsForDevice: cudaFuncGetAttributes / cudaFuncSetAttribute on every kernel of
+# ncclDevKernelList at communicator init; cudaLaunchKernel; cudaGetFuncBySymbol) fail with these
+# when the library was built without this GPU's architecture (NVCC_GENCODE) and carries no PTX
+# the driver can JIT: "named symbol not found" under lazy module loading (CUDA 11.7+),
+# "invalid device function" / "no kernel image is available" otherwise.  None of them is
+# sticky (CUDA driver_types.h), so the call that printed it is the call that failed.
+KERNEL_CALLS = re.compile(r"CUDACHECK\w*\(cuda(?:FuncGetAttributes|FuncSetAttribute|LaunchKernel\w*|GetFuncBySymbol)\(")
+CUDA_READINGS = {
+    "cudaErrorSymbolNotFound": "nccl_version_old",
+    "cudaErrorInvalidDeviceFunction": "nccl_version_old",
+    "cudaErrorNoKernelImageForDevice": "nccl_version_old",
+}
+CUDA_READINGS_WHY = ("NCCL's own kernels are not usable on this GPU: the NCCL build has no kernel image for its "
+                     "architecture (an NCCL too old for the GPU, or built with NVCC_GENCODE that leaves it out)")
+
+
+def kernel_call_files(repo: str, tag: str) -> list[str]:
+    """The source files (relative to src/) that make CUDACHECKed calls on NCCL's own kernels:
+    CUDA_READINGS applies to Cuda failure lines naming one of them (or naming no file)."""
+    files = [f for f in git(repo, "ls-tree", "-r", "--name-only", tag, "--", "src").splitlines()
+             if re.search(r"\.(cc|cu|h|cpp)$", f) and KERNEL_CALLS.search(git(repo, "show", f"{tag}:{f}"))]
+    if not any(f.endswith("enqueue.cc") for f in files):
+        raise SystemExit(f"{tag}: src/enqueue.cc makes no CUDACHECKed call on its kernels: re-check CUDA_READINGS")
+    return [f[len("src/"):] for f in files]
+
 
 FAILURE_INFO = re.compile(r"fail|error|abort|timed? ?out|unable|cannot|could not|mismatch|invalid", re.I)
 CALL = re.compile(r"(?<![\w.>])(WARN|INFO)\s*\(")
@@ -180,7 +212,9 @@ def main(argv: list[str]) -> int:
     commits = {t: git(repo, "rev-parse", f"{t}^{{commit}}").strip() for t in TAGS}
     entries: dict[str, dict] = {}
     per_version: dict[str, list[str]] = {}
+    kernel_files: set[str] = set()
     for tag in TAGS:
+        kernel_files.update(kernel_call_files(repo, tag))
         ids = []
         for level, path, fmt in scan(repo, tag):
             eid = "nccl." + hashlib.sha1(f"{level}\0{fmt}".encode()).hexdigest()[:10]
@@ -202,6 +236,7 @@ def main(argv: list[str]) -> int:
         "commits": commits, "generator": "tools/catalogs/gen_nccl.py",
         "file_rules": [{"path": rx, "subsystem": s, "cause": c} for rx, s, c in FILE_RULES],
         "errno_readings": ERRNO_READINGS,
+        "cuda_readings": {"readings": CUDA_READINGS, "files": sorted(kernel_files), "why": CUDA_READINGS_WHY},
         "versions": {t: len(v) for t, v in per_version.items()},
         "results": results(repo, NEWEST),
         "entries": sorted(entries.values(), key=lambda e: (e["files"][0], e["format"])),
