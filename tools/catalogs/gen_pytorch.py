@@ -36,6 +36,7 @@ CPYTHON = "multiprocessing/reduction.py"  # CPython's stdlib: torch.multiprocess
 PGNCCL = "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"
 ALLOC = "c10/cuda/CUDACachingAllocator.cpp"
 NCCLUTILS = "torch/csrc/distributed/c10d/NCCLUtils.hpp"
+CUDAFUNCS = "c10/cuda/CUDAFunctions.cpp"
 
 # (id, family, source, template, cause, strength, why).  cause 'context': says what happened,
 # not why (every timeout is context: the collective-timeout rule reads who was late).
@@ -57,6 +58,16 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     # c10d: collective desync (TORCH_DISTRIBUTED_DEBUG=DETAIL)
     ("pt.collective_mismatch", "c10d", WHEEL, "Detected mismatch between collectives on ranks. Rank {d} is running collective: {}",
      "app_error", "specific", "ranks issued different collectives: the job's own control flow diverged"),
+    # c10d: the Gloo backend (third_party/gloo, compiled into libtorch_cpu.so).  pair.cc checks
+    # each received message against the size this rank's own operation expects: a peer that
+    # sent more bytes ran a different collective or the same one with other sizes.
+    ("pt.gloo_size_mismatch", "c10d", WHEEL, "Received data size doesn't match expected size. Is there a distributed collective mismatch in your code?",
+     "collective_desync", "specific", "gloo transport/tcp/pair.cc: a peer's message is larger than this rank's matching operation: the ranks called different collectives or sizes"),
+    # ProcessGroupGloo.cpp wraps any failure of the full-mesh connect at process-group setup;
+    # gloo's pair.cc says why ("timed out connecting: SO_ERROR: <strerror>"); the errno text
+    # reads it (ERRNO_READINGS: no route / unreachable / timed out = the network path).
+    ("pt.gloo_connect_full_mesh", "c10d", WHEEL, "Gloo connectFullMesh failed with {}",
+     "nccl_network", "subsystem", "the ranks could not open their TCP pairs at process-group setup: an interface (GLOO_SOCKET_IFNAME) or route the peers cannot use, or a peer gone"),
     # c10d: stores and sockets
     ("pt.store_client_timeout", "c10d", WHEEL, "The client socket has timed out after {} while trying to connect to ({}, {}).",
      "nccl_network", "subsystem", "the TCPStore master could not be reached"),
@@ -132,6 +143,12 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     # c10/cuda CUDAFunctions.cpp device_count_ensure_non_zero: TORCH_CHECK(count, "No CUDA GPUs are available")
     ("pt.no_cuda_gpus", "device", WHEEL, "No CUDA GPUs are available",
      "device_mapping", "specific", "the process sees no GPU (CUDA_VISIBLE_DEVICES, a container started without GPUs)"),
+    # c10/cuda CUDAFunctions.cpp device_count_impl: cudaGetDeviceCount returned
+    # cudaErrorInsufficientDriver; with a driver present its version is printed, else "no driver".
+    ("pt.cuda_driver_too_old", "device", CUDAFUNCS, "The NVIDIA driver on your system is too old (found version {d}).",
+     "cuda_driver_mismatch", "specific", "the driver supports an older CUDA than the runtime this PyTorch build ships (cudaErrorInsufficientDriver)"),
+    ("pt.no_nvidia_driver", "device", CUDAFUNCS, "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver from",
+     "device_mapping", "specific", "the process sees no NVIDIA driver: none installed, or a container started without the GPU runtime"),
     # device mismatch
     # Raised by an operator's device check (ATen TensorIterator / check_all_same_device): alone
     # it leans to the launch's device mapping; raised in the job's own frames it is the code's
