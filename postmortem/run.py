@@ -72,12 +72,17 @@ def _analyze(path: Path, options: Options) -> Analysis:
         first = parallel.read_entries(entries, got, options, k, jobs, _read_one)
     for entry in entries[first:]:
         _read_one(entry, got, options, k)
-    events = tuple(got.events)
     artifacts = tuple(sorted(got.artifacts, key=lambda a: a.path))
-    case = Case(bundle.bundle_name(path), events, tuple(got.stacks), tuple(got.facts), artifacts)
-    placed = timeline.place(case, tz=options.tz)
+    # The case is handed over, not kept here: placement frees each event it replaces (timeline.place).
+    placed = timeline.place(Case(bundle.bundle_name(path), _taken_events(got), tuple(got.stacks), tuple(got.facts),
+                                 artifacts), tz=options.tz)
     verdict = classify(placed.case, k)
     return Analysis(placed.case, verdict, placed.notes, placed.hosts, tuple(meter.notes))
+
+
+def _taken_events(got: _Collected) -> tuple:
+    events, got.events = tuple(got.events), []
+    return events
 
 
 def _read_one(entry: bundle.Entry, got: _Collected, options: Options, k) -> None:

@@ -24,6 +24,7 @@ from typing import ClassVar, Iterator
 from lark.exceptions import LarkError
 
 from postmortem import grammar
+from postmortem.intpool import shared as _shared_index
 from postmortem.model import Event, Fact, Ref, Severity, Stack, Stamp
 
 
@@ -94,7 +95,7 @@ class Sink:
             tid=_shared_int(tid),
             rank=_shared_int(rank if rank is not None else line.rank),
             data=fields,
-            seq=next(self.numbering),
+            seq=_shared_index(next(self.numbering)),
         )
         self.events.append(ev)
         return ev
