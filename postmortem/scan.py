@@ -33,7 +33,7 @@ from typing import Iterable, Iterator
 from postmortem import bundle, knowledge
 from postmortem.budget import Meter
 from postmortem.parsers import _SEEN_CAP, PARSERS, TextResult, _feed, _is_busy, _offer, _safely, _wants
-from postmortem.parsers.base import Line, Sink
+from postmortem.parsers.base import Line, LineParser, Sink
 from postmortem.parsers.messages import MessageMatcher
 from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain
 from postmortem.parsers.wrappers import clean, strip
@@ -183,6 +183,9 @@ class _Reader:
         self.sink = Sink(numbering=numbering) if numbering is not None else Sink()
         self.parsers = [cls(path, self.sink) for cls in PARSERS]
         self.nccl = next(p for p in self.parsers if isinstance(p, NcclParser))
+        # Whether the NCCL parser can be inside a block at all (`busy` is only ever False
+        # unless a subclass overrides it): asked after each line it claims only if so.
+        self.nccl_blocks = type(self.nccl).busy is not LineParser.busy
         self.matcher = MessageMatcher(path, self.sink, k)
         self.used: set[str] = set()
         self.in_block: list = []
@@ -224,7 +227,7 @@ class _Reader:
             nccl = self.nccl
             if _feed(self.sink, nccl, line):
                 self.used.add(nccl.name)
-                if _is_busy(self.sink, nccl):
+                if self.nccl_blocks and _is_busy(self.sink, nccl):
                     self.in_block[:] = [nccl]
                 claimed = nccl
             else:
