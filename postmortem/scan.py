@@ -44,6 +44,7 @@ SCAN_MIN_BYTES = 8 << 10
 BLOCK_BYTES = 1 << 20     # bytes decoded at once (newline-aligned); bounds memory per file
 DISTINCT_SHARE = 0.5      # a piece with more distinct lines than this share is read line by line
 _KINDS_CAP = 1 << 18      # distinct lines whose class is remembered across blocks
+_HEADS_CAP = 1 << 12      # distinct `host:pid:tid` prefixes remembered per file
 
 INERT, ROUTINE, CONTEXT, ONE_BY_ONE = 0, 1, 2, 3
 # A routine line no known message matches (most of them): the matcher is not asked again
@@ -195,6 +196,7 @@ class _Reader:
         self.repeats: int | None = None
         self.seen: dict[int, int] = {}
         self.repeated = 0
+        self.heads: dict[str, tuple[str, tuple]] = {}  # see kind
         self.kinds: dict[str | bytes, tuple[int, tuple | None]] = {}  # by the keys of _counted
         self.targets: dict[str | bytes, list] = {}  # routine line -> what its repeats add to
         # Classes shared with the bundle's other files, unless a parser wants this file's
@@ -264,7 +266,14 @@ class _Reader:
         head = _THREAD.match(raw)
         if head is None:
             return self.classify(raw)
-        key = head[0].translate(_DIGITS) + raw[head.end():]
+        heads = self.heads  # a file has a few threads: each prefix masked and split once
+        known = heads.get(head[0])
+        if known is None:
+            if len(heads) >= _HEADS_CAP:
+                heads.clear()
+            # `host:pid:tid ` (no `:` in the host): what _INFO_PREFIX reads from it
+            known = heads[head[0]] = (head[0].translate(_DIGITS), tuple(head[0][:-1].split(":")))
+        key = known[0] + raw[head.end():]
         got = shared.get(key)
         if got is None:
             got = self.classify(raw)
@@ -273,10 +282,7 @@ class _Reader:
             return got
         if got != ROUTINE and got != QUIET:
             return got, None
-        m = _INFO_PREFIX.fullmatch(raw.partition(_INFO_MARK)[0])
-        if m is None:  # cannot happen for a line of the same shape; be safe
-            return self.classify(raw)
-        return got, (m["host"], m["pid"], m["tid"])
+        return got, known[1]
 
     def classify(self, raw: str) -> tuple[int, tuple | None]:
         text, rank, wrapped_host, stamp = strip(raw)

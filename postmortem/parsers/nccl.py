@@ -84,7 +84,7 @@ class _About:
 
 
 _ABOUT: dict[str, _About] = {}
-_ABOUT_CAP = 1 << 14
+_ABOUT_CAP = 4096
 
 
 def _about(msg: str) -> _About:
