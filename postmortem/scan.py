@@ -156,21 +156,24 @@ def _counted(data: bytes, cap: int) -> tuple[list, Counter, list[str] | _Decoded
     them, and how many were cut.
 
     A piece without stamps, carriage returns or NULs is split and counted as bytes and
-    only its distinct lines are decoded (most pieces of a big log); no line is cut when
-    none is longer than the cap in bytes (never fewer bytes than characters)."""
+    only its distinct lines are decoded (most pieces of a big log): whether a line starts
+    with a stamp is asked of the distinct lines (and of the first line before splitting:
+    stamped lines are all distinct); no line is cut when none is longer than the cap in
+    bytes (never fewer bytes than characters)."""
+    if _LEADING_STAMP.match(data) is None and b"\r" not in data and b"\x00" not in data:
+        keys = data.split(b"\n")
+        if keys and keys[-1] == b"":
+            keys.pop()
+        counts = Counter(keys)
+        if not any(key[:1] == b"[" and _LEADING_STAMP.match(key) is not None for key in counts) \
+                and (not counts or max(map(len, counts)) <= cap):
+            return keys, counts, _Decoded(keys, counts), 0
     if _LEADING_STAMP.match(data) is not None or _STAMP_AFTER_NEWLINE.search(data) is not None:
         lines, cut = split_lines(data.decode("utf-8", "replace"), cap)
         keys, _ = split_lines(_LEADING_STAMP.sub(b"", data).decode("utf-8", "replace"), cap)
         if len(keys) != len(lines):  # cannot happen with the anchored pattern; be safe
             keys = lines
         return keys, Counter(keys), lines, cut
-    if b"\r" not in data and b"\x00" not in data:
-        keys = data.split(b"\n")
-        if keys and keys[-1] == b"":
-            keys.pop()
-        counts = Counter(keys)
-        if not counts or max(map(len, counts)) <= cap:
-            return keys, counts, _Decoded(keys, counts), 0
     lines, cut = split_lines(data.decode("utf-8", "replace"), cap)
     return lines, Counter(lines), lines, cut
 
