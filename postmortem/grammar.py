@@ -15,7 +15,6 @@ would unpickle from a predictable temporary path.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from pathlib import Path
 
@@ -45,6 +44,8 @@ def grammar_names() -> list[str]:
 
 
 def text_digest(text: str) -> str:
+    import hashlib
+
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
