@@ -18,7 +18,7 @@ import functools
 import json
 from pathlib import Path
 
-from postmortem.packaged import packaged
+from postmortem.packaged import packaged, sha256_hex
 
 TABLES = "grammar_tables"
 OPTIONS = {"parser": "lalr", "lexer": "contextual", "maybe_placeholders": False}
@@ -44,9 +44,7 @@ def grammar_names() -> list[str]:
 
 
 def text_digest(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_hex(text.encode("utf-8"))
 
 
 @functools.lru_cache(maxsize=None)

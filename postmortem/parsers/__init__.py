@@ -108,13 +108,12 @@ def index_sources() -> dict[str, str]:
 
 
 def index_digest() -> str:
-    import hashlib
+    from postmortem.packaged import sha256_hex
 
-    h = hashlib.sha256(f"python {sys.version_info[0]}.{sys.version_info[1]}\n".encode())
+    parts = [f"python {sys.version_info[0]}.{sys.version_info[1]}\n".encode()]
     for name, text in index_sources().items():
-        h.update(f"{name}\n{len(text)}\n".encode())
-        h.update(text.encode("utf-8"))
-    return h.hexdigest()
+        parts += (f"{name}\n{len(text)}\n".encode(), text.encode("utf-8"))
+    return sha256_hex(b"".join(parts))
 
 
 _INDEX_STATE: list = []   # [the current index's parsers, or None], once looked up
