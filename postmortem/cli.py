@@ -299,10 +299,10 @@ class _progress:
         self.label, self.status, self.timer = label, None, None
 
     def __enter__(self):
-        import threading
-
         if not sys.stderr.isatty() or os.environ.get("NO_COLOR") == "progress-off":
             return self
+        import threading
+
         try:
             after = float(os.environ.get("POSTMORTEM_PROGRESS_AFTER", PROGRESS_AFTER_S))
         except ValueError:
