@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 import json
-import pkgutil
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -35,6 +35,8 @@ def discover(package: str = __name__, path=None) -> tuple[type[LineParser], ...]
     """Every parser of the package: the LineParser subclasses in the modules of
     `postmortem/parsers/` that set their own `name` and a `prefilter`, ordered by `order`
     (so a new format's module is its registration: no edit here)."""
+    import pkgutil
+
     found: dict[str, type[LineParser]] = {}
     for info in sorted(pkgutil.iter_modules(__path__ if path is None else path), key=lambda m: m.name):
         module = importlib.import_module(f"{package}.{info.name}")
@@ -98,8 +100,8 @@ def index_sources() -> dict[str, str]:
     from pathlib import Path
 
     out = {}
-    for folder in __path__:
-        for f in sorted(Path(folder).glob("*.py")):
+    for folder in __path__:   # listdir, not glob: glob compiles a regex on every start
+        for f in sorted(Path(folder, name) for name in os.listdir(folder) if name.endswith(".py")):
             out[f"parsers/{f.name}"] = f.read_text(encoding="utf-8")
     top = Path(__file__).resolve().parent.parent
     for name in INDEX_ALSO:
