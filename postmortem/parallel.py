@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import signal
 import sys
 import time
 from typing import Callable
@@ -90,6 +89,8 @@ _STATE: tuple | None = None  # (entries, options, k, read_one, meter) for forked
 
 def _quiet() -> None:
     """A worker: Ctrl-C is the parent's business; nothing of it reaches the terminal."""
+    import signal
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     devnull = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the worker
     sys.stdout = sys.stderr = devnull
