@@ -289,20 +289,28 @@ def _knowledge_errors(rules: list[Path]) -> None:
         raise UsageError(f"bad rules file: {exc}") from exc
 
 
+class _collector_off:
+    """Importing the analysis (and loading the knowledge) makes tens of thousands of objects
+    that live until exit and next to no garbage: collections meanwhile are wasted time (one
+    of them ~10% of a small bundle's run, issue 17).  Once frozen, later collections skip
+    them too."""
+
+    def __enter__(self):
+        gc.disable()
+
+    def __exit__(self, *exc):
+        gc.freeze()
+        gc.enable()
+        return False
+
+
 def _analyze(bundle: Path, rules: list[Path], tz: str | None = None, use_gdb: bool = False,
              time_limit: float | None = None, allow_hardlinks: bool = False, jobs: int = 1):
-    # Importing the analysis (and loading the knowledge) makes tens of thousands of objects
-    # that live until exit and next to no garbage: collections during it are wasted time
-    # (issue 17), and once frozen, the analysis' own collections skip them.
-    gc.disable()
-    try:
+    with _collector_off():
         from postmortem.bundle import BundleError
         from postmortem.run import Options, analyze
 
         _knowledge_errors(rules)
-    finally:
-        gc.freeze()
-        gc.enable()
     if time_limit is not None and time_limit <= 0:
         raise UsageError("--time-limit must be a positive number of seconds")
     try:
@@ -365,8 +373,9 @@ class _progress:
 def cmd_analyze(args) -> int:
     from pathlib import Path
 
-    from postmortem.bundle import bundle_name
-    from postmortem.report import RenderOptions, get
+    with _collector_off():
+        from postmortem.bundle import bundle_name
+        from postmortem.report import RenderOptions, get
 
     if args.json == "-" and args.markdown == "-":
         raise UsageError("--json - and --markdown - would both go to stdout: send one of them to a file")
