@@ -190,13 +190,23 @@ def match_nccl(line: str) -> Match | None:
             # does not say whose kernel faulted, so it is only a weak sign of the job's code.
             strength = "subsystem" if cause == "app_error" else found[0].strength
             where = next(((s, c) for rx, s, c in rules if rx.search(src.split("src/")[-1])), None) if src else None
-            if cause == "app_error" and where and where[1] not in (CONTEXT, ERRNO, CUDA, "", "app_error"):
+            own = _nccl_cuda_readings().get(found[0].name)
+            if own and (where is None or where[1] in (CONTEXT, "app_error")):
+                # NCCL's own call on its own kernels failed: NCCL's build has no kernel for this GPU.
+                cause, strength, detail = own, "specific", f"{found[0].name} in NCCL's own kernel calls"
+            elif cause == "app_error" and where and where[1] not in (CONTEXT, ERRNO, CUDA, "", "app_error"):
                 # ...and inside a transport (p2p.cc's cudaIpcOpenMemHandle, nvls.cc's multicast
                 # calls) the call that failed is the transport's own setup: its subsystem reads it.
                 cause, detail = where[1], f"{found[0].name} in {where[0]}"
         else:
             cause, strength = CONTEXT, "subsystem"
     return Match(e, cause or "", strength, detail)
+
+
+@functools.lru_cache(maxsize=None)
+def _nccl_cuda_readings() -> dict[str, str]:
+    """CUDA error name -> cause, when NCCL's own call returned it (gen_nccl.py CUDA_READINGS)."""
+    return dict(_catalog("nccl")[0].get("cuda_readings", {}).get("readings", {}))
 
 
 def nccl_result(name_or_number: str | int) -> Entry | None:

@@ -88,6 +88,31 @@ ERRNO_READINGS = {  # strerror text -> cause, for entries marked 'errno'
            "Bad address": "nccl_network", "No such device": "nccl_network", "Connection timed out": "nccl_network"},
 }
 
+# A CUDA error NCCL's own call returns that can only mean NCCL's binary holds no kernel this GPU
+# can run: the calls NCCL checks with CUDACHECK on a device-function handle (enqueue.cc
+# ncclInitKernelsForDevice: cudaFuncGetAttributes / cudaFuncSetAttribute on every kernel of
+# ncclDevKernelList at communicator init; cudaLaunchKernel; cudaGetFuncBySymbol) fail with these
+# when the library was built without this GPU's architecture (NVCC_GENCODE) and carries no PTX
+# the driver can JIT: "named symbol not found" under lazy module loading (CUDA 11.7+),
+# "invalid device function" / "no kernel image is available" otherwise.  None of them is
+# sticky (CUDA driver_types.h), so the call that printed it is the call that failed.
+KERNEL_CALLS = re.compile(r"CUDACHECK\w*\(cuda(?:FuncGetAttributes|FuncSetAttribute|LaunchKernel\w*|GetFuncBySymbol)\(")
+CUDA_READINGS = {
+    "cudaErrorSymbolNotFound": "nccl_version_old",
+    "cudaErrorInvalidDeviceFunction": "nccl_version_old",
+    "cudaErrorNoKernelImageForDevice": "nccl_version_old",
+}
+CUDA_READINGS_WHY = ("NCCL's own kernels are not usable on this GPU: the NCCL build has no kernel image for its "
+                     "architecture (an NCCL too old for the GPU, or built with NVCC_GENCODE that leaves it out)")
+
+
+def check_kernel_calls(repo: str, tag: str) -> None:
+    """CUDA_READINGS rests on NCCL checking calls on its own kernels: fail if a tag has none."""
+    src = git(repo, "show", f"{tag}:src/enqueue.cc")
+    if not KERNEL_CALLS.search(src):
+        raise SystemExit(f"{tag}: src/enqueue.cc makes no CUDACHECKed call on its kernels: re-check CUDA_READINGS")
+
+
 FAILURE_INFO = re.compile(r"fail|error|abort|timed? ?out|unable|cannot|could not|mismatch|invalid", re.I)
 CALL = re.compile(r"(?<![\w.>])(WARN|INFO)\s*\(")
 
@@ -181,6 +206,7 @@ def main(argv: list[str]) -> int:
     entries: dict[str, dict] = {}
     per_version: dict[str, list[str]] = {}
     for tag in TAGS:
+        check_kernel_calls(repo, tag)
         ids = []
         for level, path, fmt in scan(repo, tag):
             eid = "nccl." + hashlib.sha1(f"{level}\0{fmt}".encode()).hexdigest()[:10]
@@ -202,6 +228,7 @@ def main(argv: list[str]) -> int:
         "commits": commits, "generator": "tools/catalogs/gen_nccl.py",
         "file_rules": [{"path": rx, "subsystem": s, "cause": c} for rx, s, c in FILE_RULES],
         "errno_readings": ERRNO_READINGS,
+        "cuda_readings": {"readings": CUDA_READINGS, "why": CUDA_READINGS_WHY},
         "versions": {t: len(v) for t, v in per_version.items()},
         "results": results(repo, NEWEST),
         "entries": sorted(entries.values(), key=lambda e: (e["files"][0], e["format"])),

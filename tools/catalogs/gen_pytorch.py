@@ -66,6 +66,12 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "context", "subsystem", "a rank could not reach the store's address on any of its addresses"),
     ("pt.store_listen_failed", "c10d", WHEEL, "The server socket has failed to listen on any local network address.",
      "context", "subsystem", "the store could not bind: MASTER_PORT in use (a leftover or other job) or no address"),
+    # c10d/socket.cpp SocketListenOp: C10D_WARNING("The server socket has failed to {bind to|listen on} {} {}.",
+    # address, error) where error is "(errno: 98 - Address already in use)": ERRNO_READINGS read it.
+    ("pt.store_bind_failed", "c10d", WHEEL, "The server socket has failed to bind to {} {}.",
+     "context", "subsystem", "the store's server could not bind its address: the errno says why (EADDRINUSE: the port is taken)"),
+    ("pt.store_listen_on_failed", "c10d", WHEEL, "The server socket has failed to listen on {} {}.",
+     "context", "subsystem", "the store's server could not listen on its address: the errno says why"),
     ("pt.store_wait_timeout", "c10d", WHEEL, "wait timeout after {d}ms, keys: {}",
      "context", "subsystem", "a store wait timed out: some rank did not arrive (late, dead or unreachable)"),
     ("pt.store_recv_closed", "c10d", WHEEL, "Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?",
@@ -130,6 +136,19 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     # Raised by an operator's device check (ATen TensorIterator / check_all_same_device): alone
     # it leans to the launch's device mapping; raised in the job's own frames it is the code's
     # placement of its tensors (signals.toml app.exception own_code_readings).
+    # torch/nn/parallel data_parallel.py (DataParallel and data_parallel()) and distributed.py
+    # (DistributedDataParallel.__init__): the wrapper checks where the module's parameters
+    # live against the devices it was given.  A model spread over GPUs (from_pretrained's
+    # device_map="auto", a model-parallel split) or moved to another GPU fails these checks.
+    ("pt.dp_params_on_other_device", "device", WHEEL,
+     "module must have its parameters and buffers on device {} (device_ids[0]) but found one of them on device: {}",
+     "device_mapping", "specific", "the model's parameters are not on the GPU the data-parallel wrapper was given (a model spread over GPUs, e.g. device_map='auto', or placed on another GPU)"),
+    ("pt.ddp_device_ids_multi_device", "device", WHEEL,
+     "DistributedDataParallel device_ids and output_device arguments only work with single-device/multiple-device GPU modules or CPU modules, but got device_ids {}, output_device {}, and module parameters {}.",
+     "device_mapping", "specific", "DDP was given device_ids for a module spread over several devices (or on the CPU)"),
+    ("pt.ddp_mixed_device_types", "device", WHEEL,
+     "DistributedDataParallel's input module must be on the same type of devices, but input module parameters locate in {}.",
+     "device_mapping", "specific", "the module DDP wraps has parameters on the CPU and on a GPU"),
     ("pt.device_mismatch", "device", WHEEL, "Expected all tensors to be on the same device, but found at least two devices, {} and {}!",
      "device_mapping", "subsystem", "tensors of one op live on different devices: a device mapping or the job's code"),
     ("pt.device_mismatch_got", "device", WHEEL, "Expected all tensors to be on the same device, but got {}",
@@ -198,7 +217,8 @@ def wheel_text(wheel: str) -> str:
     chunks = []
     with zipfile.ZipFile(wheel) as z:
         for name in z.namelist():
-            if name.endswith(".py") and name.startswith(("torch/utils/data", "torch/distributed", "torch/multiprocessing")):
+            if name.endswith(".py") and name.startswith(("torch/utils/data", "torch/distributed", "torch/multiprocessing",
+                                                            "torch/nn/parallel")):
                 chunks.extend(python_strings(z.read(name).decode("utf-8", "replace")))
             elif re.search(r"torch/lib/lib(torch_cpu|torch_python|c10)\.so$", name):
                 data = z.read(name)
