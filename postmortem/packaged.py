@@ -17,14 +17,19 @@ import sys
 from pathlib import Path
 
 
-def sha256_hex(data: bytes) -> str:
+def sha256(data: bytes):
+    """hashlib.sha256(data), from CPython's built-in module when there is one (see above)."""
     try:
-        from _sha256 import sha256  # CPython 3.11 (3.12+: _sha2)
+        from _sha256 import sha256 as built_in  # CPython 3.11 (3.12+: _sha2)
     except ImportError:
         try:
-            from _sha2 import sha256
+            from _sha2 import sha256 as built_in
         except ImportError:
-            from hashlib import sha256
+            from hashlib import sha256 as built_in
+    return built_in(data)
+
+
+def sha256_hex(data: bytes) -> str:
     return sha256(data).hexdigest()
 
 

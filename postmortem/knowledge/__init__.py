@@ -277,7 +277,7 @@ def _builtin() -> Knowledge:
         xids=parse_xids(source("xid.toml"), "xid.toml"),
         messages=messages,
     )
-    validate(k, _samples_checked(k))
+    validate(k, messages if prepared is not None else ())   # (_samples_checked, without digesting again)
     return k
 
 
