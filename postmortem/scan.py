@@ -10,7 +10,8 @@ real parsers and the message matcher:
 
 * inert: no parser's prefilter and no known message wants it -> counted as a line;
 * routine: a plain NCCL INFO line whose repeats only add to counts (unstructured INFO,
-  channel lines) -> handed to the NCCL parser once per run, with its count;
+  channel lines) -> handed to the NCCL parser once per run, with its count (and to the
+  message matcher only if a known message is in it: quiet otherwise);
 * anything else (WARNs, error chains, Init/network/version lines, known messages,
   block openers of tracebacks, faulthandler, gdb ...) -> read line by line at its
   place, with the lines after it while a parser is inside a multi-line block.
@@ -45,6 +46,9 @@ DISTINCT_SHARE = 0.5      # a piece with more distinct lines than this share is 
 _KINDS_CAP = 1 << 18      # distinct lines whose class is remembered across blocks
 
 INERT, ROUTINE, CONTEXT, ONE_BY_ONE = 0, 1, 2, 3
+# A routine line no known message matches (most of them): the matcher is not asked again
+# (its keyword prefilter costs microseconds a line, as much as the NCCL parser's work).
+QUIET = 4
 
 # `host:pid:tid ` at the start of an NCCL line; its digits are masked in the key of the
 # bundle-wide class cache (_Reader.kind), so rank 7's line finds rank 3's class.
@@ -54,6 +58,9 @@ _DIGITS = str.maketrans("0123456789", "\0" * 10)  # NUL: never in a line read (s
 # NCCL 2.26+ prefixes every line with `[%F %T] ` (optionally with a fraction): repeats of
 # one line differ only there.  Digits and punctuation only, so no parser keys on it.
 _LEADING_STAMP = re.compile(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\] ", re.M)
+# The same stamp after a newline: searched with its literal `\n[` first (`^` with re.M is
+# tried at every byte); with a match of _LEADING_STAMP at 0 it finds what that search finds.
+_STAMP_AFTER_NEWLINE = re.compile(rb"\n\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\] ")
 
 
 def _index(items: list[str], item: str, start: int) -> int | None:
@@ -100,6 +107,12 @@ def blocks(chunks: Iterable[bytes], size: int = BLOCK_BYTES) -> Iterator[bytes]:
 def split_lines(text: str, cap: int = bundle.MAX_LINE_CHARS) -> tuple[list[str], int]:
     """What bundle.Lines yields for `text`, each line cleaned (no newline, no NUL), and
     how many lines were cut at `cap` characters."""
+    lines = _split(text)
+    return _capped(lines, cap) if lines and max(map(len, lines)) > cap else (lines, 0)
+
+
+def _split(text: str) -> list[str]:
+    """split_lines without the cap."""
     if "\r" in text:  # universal newlines, as bundle.Lines
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\x00" in text:
@@ -107,11 +120,58 @@ def split_lines(text: str, cap: int = bundle.MAX_LINE_CHARS) -> tuple[list[str],
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    cut = 0
-    if lines and max(map(len, lines)) > cap:
-        cut = sum(1 for line in lines if len(line) > cap)
-        lines = [line[:cap] for line in lines]
-    return lines, cut
+    return lines
+
+
+def _capped(lines: list[str], cap: int) -> tuple[list[str], int]:
+    return [line[:cap] for line in lines], sum(1 for line in lines if len(line) > cap)
+
+
+class _Decoded:
+    """The lines of a piece split as bytes, as text: each distinct line decoded once.
+
+    Decoding a line alone gives what decoding the piece gives for it: a newline byte is
+    never part of a UTF-8 sequence, so an invalid sequence is replaced alike either way."""
+
+    __slots__ = ("keys", "text")
+
+    def __init__(self, keys: list[bytes], distinct: Iterable[bytes]) -> None:
+        self.keys = keys
+        self.text = {key: key.decode("utf-8", "replace") for key in distinct}
+
+    def __getitem__(self, i: int) -> str:
+        return self.text[self.keys[i]]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self.text.__getitem__, self.keys)
+
+
+def _counted(data: bytes, cap: int) -> tuple[list, Counter, list[str] | _Decoded, int]:
+    """The keys the piece's lines are counted by (the lines, each without a leading stamp),
+    the count of each key in order of first appearance, the lines as split_lines gives
+    them, and how many were cut.
+
+    A piece without stamps, carriage returns or NULs is split and counted as bytes and
+    only its distinct lines are decoded (most pieces of a big log); no line is cut when
+    none is longer than the cap in bytes (never fewer bytes than characters)."""
+    if _LEADING_STAMP.match(data) is not None or _STAMP_AFTER_NEWLINE.search(data) is not None:
+        lines, cut = split_lines(data.decode("utf-8", "replace"), cap)
+        keys, _ = split_lines(_LEADING_STAMP.sub(b"", data).decode("utf-8", "replace"), cap)
+        if len(keys) != len(lines):  # cannot happen with the anchored pattern; be safe
+            keys = lines
+        return keys, Counter(keys), lines, cut
+    if b"\r" not in data and b"\x00" not in data:
+        keys = data.split(b"\n")
+        if keys and keys[-1] == b"":
+            keys.pop()
+        counts = Counter(keys)
+        if not counts or max(map(len, counts)) <= cap:
+            return keys, counts, _Decoded(keys, counts), 0
+    lines, cut = split_lines(data.decode("utf-8", "replace"), cap)
+    return lines, Counter(lines), lines, cut
 
 
 class _Reader:
@@ -132,8 +192,8 @@ class _Reader:
         self.repeats: int | None = None
         self.seen: dict[int, int] = {}
         self.repeated = 0
-        self.kinds: dict[str, tuple[int, tuple | None]] = {}
-        self.targets: dict[str, dict] = {}  # routine line -> what its repeats add to
+        self.kinds: dict[str | bytes, tuple[int, tuple | None]] = {}  # by the keys of _counted
+        self.targets: dict[str | bytes, list] = {}  # routine line -> what its repeats add to
         # Classes shared with the bundle's other files, unless a parser wants this file's
         # lines whatever they say (ClockParser on clock.json): then its classes are its own.
         blank = Line(path, 0, "", "", host)
@@ -160,7 +220,7 @@ class _Reader:
         parsers' prefilters are skipped."""
         line = Line(self.path, no, raw, raw, self.host)
         claimed = None
-        if kind == ROUTINE:
+        if kind == ROUTINE or kind == QUIET:
             nccl = self.nccl
             if _feed(self.sink, nccl, line):
                 self.used.add(nccl.name)
@@ -169,11 +229,11 @@ class _Reader:
                 claimed = nccl
             else:
                 self.unclaimed += 1
-        if self.matcher.feed(line):  # a routine line may carry a context message (a version)
+        if kind != QUIET and self.matcher.feed(line):  # a routine line may carry a context message (a version)
             self.used.add(self.matcher.name)
         return claimed
 
-    def line_by_line(self, lines: list[str], base: int) -> None:
+    def line_by_line(self, lines: Iterable[str], base: int) -> None:
         repeats, seen = self.repeats, self.seen
         for i, raw in enumerate(lines):
             if repeats is not None and not self.in_block:  # the budget's `repeats`, as parse_text
@@ -208,12 +268,12 @@ class _Reader:
             if len(shared) < _KINDS_CAP:
                 shared[key] = got[0]
             return got
-        if got != ROUTINE:
+        if got != ROUTINE and got != QUIET:
             return got, None
         m = _INFO_PREFIX.fullmatch(raw.partition(_INFO_MARK)[0])
         if m is None:  # cannot happen for a line of the same shape; be safe
             return self.classify(raw)
-        return ROUTINE, (m["host"], m["pid"], m["tid"])
+        return got, (m["host"], m["pid"], m["tid"])
 
     def classify(self, raw: str) -> tuple[int, tuple | None]:
         text, rank, wrapped_host, stamp = strip(raw)
@@ -232,7 +292,7 @@ class _Reader:
         m = _INFO_PREFIX.fullmatch(head) if mark else None
         if m is None or fast_chain(msg) is not None or _ABORT.search(msg):
             return ONE_BY_ONE, None
-        return ROUTINE, (m["host"], m["pid"], m["tid"])
+        return (ROUTINE if said else QUIET), (m["host"], m["pid"], m["tid"])
 
     def block(self, data: bytes) -> int:
         """One newline-aligned piece of the artifact.
@@ -242,25 +302,17 @@ class _Reader:
         thread (an error chain, a WARN), and the first line of each routine class (its
         event).  Skipped: inert lines, and repeats of routine lines, which are counted
         (Counter) and added to their event at the end of the piece."""
-        lines, cut = split_lines(data.decode("utf-8", "replace"), self.cap)
-        # `^` with re.M is tried at every byte: look for the `\n[` a stamp needs first (C memchr).
-        if (data[:1] == b"[" or b"\n[" in data) and _LEADING_STAMP.search(data) is not None:
-            keys, _ = split_lines(_LEADING_STAMP.sub(b"", data).decode("utf-8", "replace"), self.cap)
-            if len(keys) != len(lines):  # cannot happen with the anchored pattern; be safe
-                keys = lines
-        else:
-            keys = lines
+        keys, counts, lines, cut = _counted(data, self.cap)
         base, total = self.n, len(lines)
         self.n += total
         if len(self.kinds) > _KINDS_CAP:
             self.kinds.clear()
             self.targets.clear()
         kinds, targets = self.kinds, self.targets
-        counts = Counter(keys)  # distinct lines in order of first appearance, with their counts
         if len(counts) > DISTINCT_SHARE * total:  # mostly distinct: classifying them would only add work
             self.line_by_line(lines, base)
             return cut
-        first: dict[str, int] = {}  # each distinct line's first place; a rank's file has them all early
+        first: dict = {}  # each distinct line's first place; a rank's file has them all early
         want = len(counts)
         for i, key in enumerate(keys):
             if key not in first:
@@ -284,7 +336,7 @@ class _Reader:
             todo = sorted([i for i in todo if i >= 0] + [i for i, key in enumerate(keys) if key in wanted])
         else:
             todo.sort()
-        processed: dict[str, int] = {}
+        processed: dict = {}
         nccl, matcher = self.nccl, self.matcher
         repeats, seen = self.repeats, self.seen
         i = t = 0
@@ -298,7 +350,7 @@ class _Reader:
                 i = todo[t]
             key = keys[i]
             kind, thread = kinds[key]
-            if kind == ROUTINE or kind == CONTEXT:
+            if kind == QUIET or kind == ROUTINE or kind == CONTEXT:
                 if key in targets and not self.in_block and thread not in nccl._chains \
                         and thread not in nccl._last_warn:
                     i += 1
@@ -311,7 +363,7 @@ class _Reader:
                     pass
                 elif kind == CONTEXT or claimed is nccl:
                     found = [(data, "lines") for data in matcher.repeat_targets]
-                    if kind == ROUTINE and nccl.repeat_target is not None:
+                    if kind != CONTEXT and nccl.repeat_target is not None:
                         data = nccl.repeat_target
                         found.append((data, "count" if "count" in data else "channel_lines"))
                     targets[key] = found

@@ -100,3 +100,35 @@ def test_accelerate_device_map_guards():
                  "than the one you're training on."):
         assert rx.search(text), text
     assert not rx.search("ValueError: You can't train a model that has been loaded in 8-bit precision without adapters")
+
+
+def test_ucx_shared_memory_fifo_failure():
+    import re
+    m = _message("ucx_mm_fifo_alloc_failed")
+    assert m.cause == "shm_exhausted" and m.strength == "strong"
+    rx = re.compile(m.pattern)
+    # Formatted with the prefix UCX's default log handler adds ("[time] [host:pid:tid] file:line UCX ERROR");
+    # the numbers are placeholders.
+    assert rx.search("[1700000000.123456] [node1:4242:0] mm_iface.c:818 UCX ERROR mm_iface failed to allocate receive FIFO")
+    # UCX's other FIFO (the send side's) and unrelated allocation failures are not this line.
+    assert not rx.search("mm_iface failed to allocate receive descriptor")
+
+
+def test_nccl_kernel_reading_holds_only_where_nccl_calls_its_kernels():
+    # The same text from a file that makes no call on NCCL's kernels (cudawrap's driver calls,
+    # a transport's setup) is not read as a missing architecture.
+    for line in ("h:1:2 [0] misc/cudawrap.cc:120 NCCL WARN Cuda failure 'named symbol not found'",
+                 "h:1:2 [0] transport/p2p.cc:300 NCCL WARN Cuda failure 'named symbol not found'"):
+        m = C.match_nccl(line)
+        assert m and m.cause != "nccl_version_old", line
+    m = C.match_nccl("h:1:2 [0] misc/strongstream.cc:272 NCCL WARN Cuda failure 'invalid device function'")
+    assert m and m.cause == "nccl_version_old"
+
+
+def test_nccl_socket_bind_reads_its_errno():
+    # include/checks.h SYSCHECK(bind(...), "bind") in misc/socket.cc, as NCCL 2.27+ formats it.
+    m = C.match_nccl("h:1:2 [0] misc/socket.cc:137 NCCL WARN Call to bind failed: Address already in use")
+    assert m and m.cause == "port_in_use" and m.strength == "specific"
+    # Without an errno it names the socket subsystem only, weakly.
+    m = C.match_nccl("h:1:2 [0] misc/socket.cc:137 NCCL WARN Call to bind failed: Invalid argument")
+    assert m and m.cause == "nccl_network" and m.strength == "subsystem"

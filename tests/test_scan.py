@@ -170,3 +170,21 @@ def test_a_file_read_whole_by_name_keeps_its_own_classes():
     shared: dict = {}
     _same(*_both(data, 4096, shared, "f.log"))
     _same(*_both(data, 4096, shared, "clock.json"))
+
+
+@pytest.mark.parametrize("data", [
+    b"a\xff\xfeb\nok\n\xe2\x82\nok\n\xe2\x82\xac\n",         # invalid and cut UTF-8 sequences
+    b"x\ny\r\nx\n", b"x\x00y\nx\n", b"no newline at the end", b"\n\n\n", b"",
+    b"[2024-01-02 03:04:05] a\nb\n[2024-01-02 03:04:06] a\n",  # stamps: counted without them
+    "é".encode() * 40 + b"\n" + b"e" * 70 + b"\n",            # longer than the cap in bytes only
+    b"e" * 90 + b"\nshort\n" + b"e" * 90 + b"\n",             # longer than the cap
+])
+def test_counted_pieces_are_the_lines_split_lines_gives(data):
+    """DELIBERATELY HOSTILE pieces, made here: the lines _counted hands on (split as bytes
+    and each distinct line decoded alone where it can) are what split_lines gives for the
+    decoded piece, cut alike, and each key is counted as often as it occurs."""
+    lines, cut = scan.split_lines(data.decode("utf-8", "replace"), 64)
+    keys, counts, got, got_cut = scan._counted(data, 64)
+    assert list(got) == lines and [got[i] for i in range(len(lines))] == lines and len(got) == len(lines)
+    assert got_cut == cut and len(keys) == len(lines) and sum(counts.values()) == len(lines)
+    assert all(counts[key] == keys.count(key) for key in counts)

@@ -190,8 +190,9 @@ def match_nccl(line: str) -> Match | None:
             # does not say whose kernel faulted, so it is only a weak sign of the job's code.
             strength = "subsystem" if cause == "app_error" else found[0].strength
             where = next(((s, c) for rx, s, c in rules if rx.search(src.split("src/")[-1])), None) if src else None
-            own = _nccl_cuda_readings().get(found[0].name)
-            if own and (where is None or where[1] in (CONTEXT, "app_error")):
+            readings, kernel_files = _nccl_cuda_readings()
+            own = readings.get(found[0].name)
+            if own and (not src or any(src.endswith(f) for f in kernel_files)):
                 # NCCL's own call on its own kernels failed: NCCL's build has no kernel for this GPU.
                 cause, strength, detail = own, "specific", f"{found[0].name} in NCCL's own kernel calls"
             elif cause == "app_error" and where and where[1] not in (CONTEXT, ERRNO, CUDA, "", "app_error"):
@@ -204,9 +205,11 @@ def match_nccl(line: str) -> Match | None:
 
 
 @functools.lru_cache(maxsize=None)
-def _nccl_cuda_readings() -> dict[str, str]:
-    """CUDA error name -> cause, when NCCL's own call returned it (gen_nccl.py CUDA_READINGS)."""
-    return dict(_catalog("nccl")[0].get("cuda_readings", {}).get("readings", {}))
+def _nccl_cuda_readings() -> tuple[dict[str, str], tuple[str, ...]]:
+    """CUDA error name -> cause when NCCL's own call on its kernels returned it, and the source
+    files making such calls (gen_nccl.py CUDA_READINGS; a line naming no file may be one)."""
+    r = _catalog("nccl")[0].get("cuda_readings", {})
+    return dict(r.get("readings", {})), tuple(r.get("files", ()))
 
 
 def nccl_result(name_or_number: str | int) -> Entry | None:

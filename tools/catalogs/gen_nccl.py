@@ -84,6 +84,10 @@ ERRNO_READINGS = {  # strerror text -> cause, for entries marked 'errno'
             "Cannot allocate memory": "shm_exhausted", "Permission denied": "shm_permissions",
             "Read-only file system": "shm_permissions", "Operation not permitted": "shm_permissions",
             "Too many open files": "fd_limit", "No such file or directory": "context"},
+    # misc/socket.cc SYSCHECK(bind(...), "bind") -> "Call to bind failed: <strerror>": EADDRINUSE
+    # only with a fixed port (NCCL_COMM_ID, a set NCCL_SOCKET_PORT range); unreachable peers on connect.
+    "socket": {"Address already in use": "port_in_use", "No route to host": "nccl_network",
+               "Network is unreachable": "nccl_network"},
     "ib": {"Cannot allocate memory": "memlock_limit", "Operation not permitted": "memlock_limit",
            "Bad address": "nccl_network", "No such device": "nccl_network", "Connection timed out": "nccl_network"},
 }
@@ -106,11 +110,14 @@ CUDA_READINGS_WHY = ("NCCL's own kernels are not usable on this GPU: the NCCL bu
                      "architecture (an NCCL too old for the GPU, or built with NVCC_GENCODE that leaves it out)")
 
 
-def check_kernel_calls(repo: str, tag: str) -> None:
-    """CUDA_READINGS rests on NCCL checking calls on its own kernels: fail if a tag has none."""
-    src = git(repo, "show", f"{tag}:src/enqueue.cc")
-    if not KERNEL_CALLS.search(src):
+def kernel_call_files(repo: str, tag: str) -> list[str]:
+    """The source files (relative to src/) that make CUDACHECKed calls on NCCL's own kernels:
+    CUDA_READINGS applies to Cuda failure lines naming one of them (or naming no file)."""
+    files = [f for f in git(repo, "ls-tree", "-r", "--name-only", tag, "--", "src").splitlines()
+             if re.search(r"\.(cc|cu|h|cpp)$", f) and KERNEL_CALLS.search(git(repo, "show", f"{tag}:{f}"))]
+    if not any(f.endswith("enqueue.cc") for f in files):
         raise SystemExit(f"{tag}: src/enqueue.cc makes no CUDACHECKed call on its kernels: re-check CUDA_READINGS")
+    return [f[len("src/"):] for f in files]
 
 
 FAILURE_INFO = re.compile(r"fail|error|abort|timed? ?out|unable|cannot|could not|mismatch|invalid", re.I)
@@ -205,8 +212,9 @@ def main(argv: list[str]) -> int:
     commits = {t: git(repo, "rev-parse", f"{t}^{{commit}}").strip() for t in TAGS}
     entries: dict[str, dict] = {}
     per_version: dict[str, list[str]] = {}
+    kernel_files: set[str] = set()
     for tag in TAGS:
-        check_kernel_calls(repo, tag)
+        kernel_files.update(kernel_call_files(repo, tag))
         ids = []
         for level, path, fmt in scan(repo, tag):
             eid = "nccl." + hashlib.sha1(f"{level}\0{fmt}".encode()).hexdigest()[:10]
@@ -228,7 +236,7 @@ def main(argv: list[str]) -> int:
         "commits": commits, "generator": "tools/catalogs/gen_nccl.py",
         "file_rules": [{"path": rx, "subsystem": s, "cause": c} for rx, s, c in FILE_RULES],
         "errno_readings": ERRNO_READINGS,
-        "cuda_readings": {"readings": CUDA_READINGS, "why": CUDA_READINGS_WHY},
+        "cuda_readings": {"readings": CUDA_READINGS, "files": sorted(kernel_files), "why": CUDA_READINGS_WHY},
         "versions": {t: len(v) for t, v in per_version.items()},
         "results": results(repo, NEWEST),
         "entries": sorted(entries.values(), key=lambda e: (e["files"][0], e["format"])),
