@@ -143,7 +143,7 @@ def death_mismatch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple
 
 # Deaths that are teardown, not a cause: the launcher's SIGTERM, NCCL's own abort.
 _TEARDOWN = frozenset({"SIGTERM", "SIGABRT", "SIGINT", "SIGHUP"})
-_NETWORK_TEXT = re.compile(r"NCCL|nccl|[Cc]onnection|network|gloo|[Tt]imed out|[Tt]imeout|DistBackendError|Socket")
+_NETWORK_TEXT = re.compile(r"NCCL|nccl|[Cc]onnection|network|[Gg]loo|[Tt]imed out|[Tt]imeout|DistBackendError|Socket")
 
 
 def crashed_peer(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:

@@ -4,7 +4,7 @@ The formats (docs/formats.md, system) and their modules:
 
 * memory.py — df, free, /proc/meminfo, the /dev/shm line of mount and /proc/mounts;
 * nvidia_smi.py — the nvidia-smi table, `nvidia-smi -q`, `nvidia-smi topo -m`;
-* ibv_devinfo.py — HCA ports;
+* ibv_devinfo.py — HCA ports;  iproute.py — `ip link|addr`, `ip -s link`, `ip -br`;
 * boot_time.py — /proc/stat `btime`, `uptime -s`;
 * ulimit.py — `ulimit -a`;  environment.py — `env` dumps;  docker.py — `docker inspect`.
 
@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import re
 
-from postmortem.parsers import boot_time, docker, environment, ibv_devinfo, memory, nvidia_smi, ulimit
+from postmortem.parsers import boot_time, docker, environment, ibv_devinfo, iproute, memory, nvidia_smi, ulimit
 from postmortem.parsers.base import Line, LineParser
 from postmortem.parsers.keywords import any_word
 from postmortem.parsers.system_base import Block, LineFormat, parse
 
-BLOCKS: tuple[type[Block], ...] = (*memory.BLOCKS, *nvidia_smi.BLOCKS, *ibv_devinfo.BLOCKS)
+BLOCKS: tuple[type[Block], ...] = (*memory.BLOCKS, *nvidia_smi.BLOCKS, *ibv_devinfo.BLOCKS, *iproute.BLOCKS)
 LINE_FORMATS: tuple[LineFormat, ...] = (*memory.LINE_FORMATS, *boot_time.LINE_FORMATS, *ulimit.LINE_FORMATS,
-                                        *environment.LINE_FORMATS, *docker.LINE_FORMATS)
+                                        *environment.LINE_FORMATS, *docker.LINE_FORMATS,
+                                        *iproute.LINE_FORMATS)
 
 
 class SystemParser(LineParser):

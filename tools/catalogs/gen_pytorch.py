@@ -57,6 +57,16 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     # c10d: collective desync (TORCH_DISTRIBUTED_DEBUG=DETAIL)
     ("pt.collective_mismatch", "c10d", WHEEL, "Detected mismatch between collectives on ranks. Rank {d} is running collective: {}",
      "app_error", "specific", "ranks issued different collectives: the job's own control flow diverged"),
+    # c10d: the Gloo backend (third_party/gloo, compiled into libtorch_cpu.so).  pair.cc checks
+    # each received message against the size this rank's own operation expects: a peer that
+    # sent more bytes ran a different collective or the same one with other sizes.
+    ("pt.gloo_size_mismatch", "c10d", WHEEL, "Received data size doesn't match expected size. Is there a distributed collective mismatch in your code?",
+     "collective_desync", "specific", "gloo transport/tcp/pair.cc: a peer's message is larger than this rank's matching operation: the ranks called different collectives or sizes"),
+    # ProcessGroupGloo.cpp wraps any failure of the full-mesh connect at process-group setup;
+    # gloo's pair.cc says why ("timed out connecting: SO_ERROR: <strerror>"); the errno text
+    # reads it (ERRNO_READINGS: no route / unreachable / timed out = the network path).
+    ("pt.gloo_connect_full_mesh", "c10d", WHEEL, "Gloo connectFullMesh failed with {}",
+     "nccl_network", "subsystem", "the ranks could not open their TCP pairs at process-group setup: an interface (GLOO_SOCKET_IFNAME) or route the peers cannot use, or a peer gone"),
     # c10d: stores and sockets
     ("pt.store_client_timeout", "c10d", WHEEL, "The client socket has timed out after {} while trying to connect to ({}, {}).",
      "nccl_network", "subsystem", "the TCPStore master could not be reached"),

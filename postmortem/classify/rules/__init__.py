@@ -11,8 +11,9 @@ from postmortem.classify.rules.comms import (HostOnlySocketInterface, KernelRdma
 from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, HighHostMemoryThenDeath,
                                               KilledWithoutReason, MeasuredLimit, MemoryLimitSet,
                                               ShmFullInPython, SigbusContext)
-from postmortem.classify.rules.hang import FlightRecorderHang
+from postmortem.classify.rules.hang import FlightRecorderHang, StacksAtTimeout
 from postmortem.classify.rules.hardware import GpuHealth
+from postmortem.classify.rules.interfaces import InterfaceFaults
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
 
 RULES: tuple[Rule, ...] = (
@@ -34,8 +35,10 @@ RULES: tuple[Rule, ...] = (
     CudaBuildNewerThanDriver(),
     NcclStoppedDuringInit(),
     FlightRecorderHang(),
+    StacksAtTimeout(),
     KernelRdmaFault(),
     HostOnlySocketInterface(),
+    InterfaceFaults(),
     AppError(),
 )
 

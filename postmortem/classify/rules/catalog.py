@@ -54,7 +54,8 @@ def _hits(e: Event) -> list[catalog.Match]:
     if e.kind in (KIND.py_exception, KIND.native_terminate):
         # An exception's message runs on below its first line (ncclResult_t text, then
         # "Last error:" and the last NCCL WARN text, since NCCL 2.13).
-        more = str(e.data.get("continuation") or "")
+        # std::terminate's report carries the exception's what() text on its own line.
+        more = "\n".join(str(e.data[k]) for k in ("what", "continuation") if e.data.get(k))
         whole = f"{text}\n{more}" if more else text
         out += [catalog.Match(c, c.cause, c.strength, c.name) for c in catalog.cuda_errors_in(whole)]
         m = catalog.match_message(whole, ("pytorch",))

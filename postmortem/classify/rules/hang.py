@@ -19,7 +19,7 @@ import re
 from postmortem import stacks as stacklib
 from postmortem.classify.rules.base import Rule, died_of, events_of, sign_finding
 from postmortem.classify.rules.config import TIMEOUT_KINDS
-from postmortem.knowledge.registry import KIND, SIGN, deaths
+from postmortem.knowledge.registry import KIND, SIGN, deaths, registry
 from postmortem.model import Case, Event, Ref, Severity
 
 # What a rank's innermost frames say it was doing: (activity, pattern on normalized frames).
@@ -180,3 +180,110 @@ def _ranks(ranks) -> str:
     from postmortem import collectives
 
     return collectives._span(ranks)
+
+
+class StacksAtTimeout(Rule):
+    """Where each rank stood when the job hung, read off its own stacks: the traceback a
+    collective timeout raised (gloo raises in the rank's `work.wait()`, so the traceback is the
+    call that waited) and all-rank dumps (py-spy, faulthandler, gdb main threads).
+
+    * ranks waiting in *different* collective calls (a barrier on one rank, the gradient
+      all-reduce of backward on another): collectives pair by their order in the process
+      group, so neither can complete -- the ranks ran different code (collective_desync);
+    * one rank in ordinary code (tokenizing, saving, evaluating) while the others wait in a
+      collective: that rank held them up (straggler_timeout); strong when the dump says the
+      busy rank was running (py-spy `active`), weak otherwise.
+
+    Needs a hang sign (a collective timeout or a timeout dump): stacks alone are a snapshot."""
+
+    id = "stacks-at-timeout"
+
+    def findings(self, case, k, trace):
+        hang = _hang_signs(case)
+        if not hang:
+            return []
+        params = registry().signals[SIGN.stacks_different_collectives.id].params
+        where = _positions(case, hang, params)
+        waiting = {r: p for r, p in where.items() if p.collective}
+        busy = {r: p for r, p in where.items() if not p.collective}
+        if not waiting:
+            return []
+        listing = "; ".join(f"rank {r} {p.describe()}" for r, p in sorted(where.items())[:6])
+        trace.append(f"{self.id}: {listing}")
+        calls = sorted({p.collective for p in waiting.values()})
+        if len(calls) >= 2 and not busy:
+            summary = (f"the ranks waited in different collectives when the job hung ({listing}): collectives "
+                       "pair by their order, so none of them could complete -- the ranks ran different code")
+            return [sign_finding(k, SIGN.stacks_different_collectives, self.id, summary, [], "desync",
+                                 extra_refs=tuple(p.ref for p in where.values())[:6])]
+        if busy:
+            running = {r: p for r, p in busy.items() if p.running}
+            sign = SIGN.stacks_rank_running_elsewhere if running else SIGN.stacks_rank_elsewhere
+            late = running or busy
+            summary = (f"rank(s) {_ranks(sorted(late))} {'were running' if running else 'were'} outside any "
+                       f"collective while rank(s) {_ranks(sorted(waiting))} waited in {', '.join(calls)}: "
+                       f"{listing}")
+            return [sign_finding(k, sign, self.id, summary, hang[:2], "straggler",
+                                 extra_refs=tuple(p.ref for p in list(late.values())[:2] + list(waiting.values())[:2]),
+                                 culprits=tuple(sorted(late)))]
+        return []
+
+
+class _Position:
+    """Where one rank's main thread stood: in a collective call (its name), or elsewhere."""
+
+    __slots__ = ("collective", "activity", "frame", "running", "ref", "origin")
+
+    def __init__(self, collective: str, activity: str, frame: str, running: bool, ref: Ref, origin: str) -> None:
+        self.collective, self.activity, self.frame, self.running, self.ref, self.origin = (
+            collective, activity, frame, running, ref, origin)
+
+    def describe(self) -> str:
+        if self.collective:
+            return f"waited in {self.collective} ({self.origin} {self.ref.describe()})"
+        return (f"{'was running' if self.running else 'was'} in {self.frame} ({self.activity}; "
+                f"{self.origin} {self.ref.describe()})")
+
+
+def _positions(case: Case, hang: list[Event], params) -> dict[int, _Position]:
+    """Per rank: the collective its timeout traceback or its dump waits in, else where it was."""
+    pid_rank = {e.pid: e.rank for e in case.events if e.pid is not None and e.rank is not None}
+    timeout_lines = {(e.ref.path, (e.text or "").strip()) for e in hang}
+    out: dict[int, _Position] = {}
+    for s in case.stacks:
+        at_timeout = s.origin == "traceback" and (s.ref.path, s.title.strip()) in timeout_lines
+        if not at_timeout and (s.origin not in stacklib.HANG_ORIGINS or not stacklib._is_main_thread(s)):
+            continue
+        rank = stacklib.rank_of(s)
+        if rank is None:
+            rank = pid_rank.get(s.pid)
+        if rank is None:
+            continue
+        call = _collective_of(s.frames, params, at_timeout)
+        if call is None or (at_timeout and not call):
+            continue  # cannot tell (backward without its native frames; a timeout raised elsewhere)
+        running = "active" in str((s.data or {}).get("status", ""))
+        first = next((f for f in s.frames if f.language == "python" and f.function), None)
+        frame = f"{first.function} ({(first.file or '?').rsplit('/', 1)[-1]}:{first.line})" if first else "?"
+        pos = _Position(call, "" if call else activity(tuple(f.function or "" for f in s.frames)), frame,
+                        running, s.ref, s.origin)
+        # a rank's decided wait (a timeout traceback, a native frame) outranks a plain dump
+        if rank not in out or (call and not out[rank].collective):
+            out[rank] = pos
+    return out
+
+
+def _collective_of(frames, params, at_timeout: bool) -> str | None:
+    """The collective the innermost frames wait in: a c10d API call, DDP's reducer (native
+    frames), or -- for a timeout raised there -- backward, whose only waits are the gradient
+    hooks' collectives.  "" when the stack is in ordinary code; None when it cannot tell."""
+    for f in frames:
+        path = (f.file or "").replace("\\", "/")
+        name = f.function or ""
+        if any(path.endswith(c) for c in params["c10d_files"]):
+            return name.rsplit(".", 1)[-1]
+        if f.language == "native" and any(name.startswith(n) for n in params["reducer_native"]):
+            return params["gradient_collective"]
+        if any(m in path for m in params["backward_files"]):
+            return params["gradient_collective"] if at_timeout else None
+    return ""

@@ -1,0 +1,111 @@
+"""iproute2's `ip link`, `ip addr`, `ip -s link` (any -s count) and `ip -br addr|link`
+(docs/formats.md, system): per network interface, its flags, operational state, MTU,
+addresses and error/drop counters.  One Fact `net.interface` per interface printed, its value
+a dict: name, flags, state, mtu, carrier (False when the flags say NO-CARRIER), addresses,
+and counters (`rx_errors`, `tx_dropped`, `tx_carrier` ... as the column headers name them).
+
+The shapes (iproute2 ip/ipaddress.c print_linkinfo, print_link_stats):
+
+    26: eth0@if27: <NO-CARRIER,BROADCAST,MULTICAST,UP> mtu 1500 qdisc noqueue state DOWN ...
+        link/ether a6:f7:ec:47:e1:04 brd ff:ff:ff:ff:ff:ff link-netns pm3sw
+        inet 10.93.0.2/24 scope global eth0
+        RX:  bytes packets errors dropped  missed   mcast
+          41670069    1540      0       0       0       0
+        TX:  bytes packets errors dropped carrier collsns
+          40148072    1571      0      33       0       0
+
+    eth0@if29        UP             10.93.0.1/24 fe80::d825:7aff:fe71:d25b/64      (-br)
+"""
+from __future__ import annotations
+
+import re
+
+from postmortem.parsers.base import Line
+from postmortem.parsers.system_base import Block, LineFormat, parse, tree_tokens
+
+FACT = "net.interface"
+_INDEX = re.compile(r"^\d+: ")
+
+
+def _name(ifname: str) -> str:
+    """`eth0@if27` (a veth's peer index) -> `eth0`."""
+    return ifname.split("@", 1)[0]
+
+
+def _pairs(text: str) -> dict[str, str]:
+    """`mtu 1500 qdisc noqueue state DOWN group default` -> {mtu: 1500, qdisc: noqueue, ...}."""
+    words = text.split()
+    return {words[i]: words[i + 1] for i in range(0, len(words) - 1, 2)}
+
+
+class IpLinkBlock(Block):
+    """One interface of `ip link` / `ip addr` / `ip -s link`: its header line and the indented
+    lines under it (addresses, statistics); the next unindented line ends it."""
+
+    # the "N: " index may already be gone: the line reader takes it for a launcher's rank prefix
+    opener = re.compile(r"^(?:\d+: )?[^\s:]+: <[A-Z0-9_,-]*> mtu \d+")
+
+    def __init__(self, parser, header) -> None:
+        super().__init__(parser, header)
+        tree = parse("ip_link_header", _INDEX.sub("", header.text, count=1))
+        self.ok = tree is not None
+        if not self.ok:
+            return
+        tokens = {t.type: str(t) for t in tree_tokens(tree)}
+        flags = tuple(f for f in tokens["IP_FLAGSET"].strip("<>").split(",") if f)
+        pairs = _pairs(tokens.get("IP_PAIRS", ""))
+        mtu = pairs.get("mtu", "")
+        self.info = {"name": _name(tokens["IP_IFNAME"]), "flags": flags, "state": pairs.get("state", ""),
+                     "mtu": int(mtu) if mtu.isdecimal() else None, "carrier": "NO-CARRIER" not in flags,
+                     "admin_up": "UP" in flags, "addresses": [], "counters": {}}
+        self._columns: list[str] | None = None   # the statistics header waiting for its row
+
+    def feed(self, line: Line) -> bool:
+        text = line.text
+        if not text[:1].isspace() or not text.strip():
+            return False
+        words = text.split()
+        if words[0] in ("inet", "inet6") and len(words) > 1:
+            self.info["addresses"].append(words[1])
+            return True
+        if self._columns is not None:
+            row = parse("ip_stats_row", text)
+            if row is not None:
+                values = [int(str(t)) for t in tree_tokens(row)]
+                self.info["counters"].update(zip(self._columns, values))
+            self._columns = None
+            if row is not None:
+                return True
+        header = parse("ip_stats_header", text) if ":" in text else None
+        if header is not None:
+            tokens = tree_tokens(header)
+            direction = str(tokens[0]).split()[0].lower()
+            self._columns = [f"{direction}_{t}" for t in map(str, tokens[1:])]
+        return True  # link/ether, valid_lft, altname ...: part of the block, nothing to keep
+
+    def close(self) -> None:
+        if self.ok:
+            self.sink.fact(self.header, FACT, self.info, text=self.header.text.strip())
+
+
+def brief(parser, line: Line, tree) -> bool:
+    """`ip -br addr` / `ip -br link`: the operational state and the addresses."""
+    tokens = tree_tokens(tree)
+    rest = next((str(t) for t in tokens if t.type == "IP_PAIRS"), "")
+    state = next(str(t) for t in tokens if t.type == "IP_OPERSTATE")
+    addresses = [w for w in rest.split() if "/" in w]
+    flagset = next((w for w in rest.split() if w.startswith("<") and w.endswith(">")), "")  # -br link
+    flags = tuple(f for f in flagset.strip("<>").split(",") if f)
+    parser.sink.fact(line, FACT, {"name": _name(str(tokens[0])), "flags": flags, "state": state, "mtu": None,
+                                  "carrier": state not in ("DOWN", "LOWERLAYERDOWN") and "NO-CARRIER" not in flags,
+                                  "admin_up": ("UP" in flags) if flags else None,
+                                  "addresses": addresses, "counters": {}}, text=line.text.strip())
+    return True
+
+
+BLOCKS = (IpLinkBlock,)
+# the state column, then an address (v4 or v6 with a prefix length), a MAC (-br link), or nothing
+LINE_FORMATS = (
+    LineFormat("ip_brief", re.compile(r"^[^\s:]+\s+(?:UP|DOWN|UNKNOWN|LOWERLAYERDOWN|DORMANT|NOTPRESENT|TESTING)"
+                                      r"(?:\s+(?:[0-9a-fA-F.:]+/\d{1,3}|(?:[0-9a-f]{2}:){5}[0-9a-f]{2})\b.*|\s*)$"), brief),
+)
