@@ -132,3 +132,13 @@ def test_nccl_socket_bind_reads_its_errno():
     # Without an errno it names the socket subsystem only, weakly.
     m = C.match_nccl("h:1:2 [0] misc/socket.cc:137 NCCL WARN Call to bind failed: Invalid argument")
     assert m and m.cause == "nccl_network" and m.strength == "subsystem"
+
+
+def test_pytorch_cuda_driver_checks():
+    # c10/cuda/CUDAFunctions.cpp device_count_impl's two texts; the first as a public note quotes
+    # it (search index id 56129719833), the second as TORCH_CHECK joins its literals.
+    m = C.match_message("RuntimeError: The NVIDIA driver on your system is too old (found version 12080)", ("pytorch",))
+    assert m and m.entry.id == "pt.cuda_driver_too_old" and m.cause == "cuda_driver_mismatch"
+    m = C.match_message("RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU "
+                        "and installed a driver from http://www.nvidia.com/Download/index.aspx", ("pytorch",))
+    assert m and m.entry.id == "pt.no_nvidia_driver" and m.cause == "device_mapping"

@@ -36,6 +36,7 @@ CPYTHON = "multiprocessing/reduction.py"  # CPython's stdlib: torch.multiprocess
 PGNCCL = "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"
 ALLOC = "c10/cuda/CUDACachingAllocator.cpp"
 NCCLUTILS = "torch/csrc/distributed/c10d/NCCLUtils.hpp"
+CUDAFUNCS = "c10/cuda/CUDAFunctions.cpp"
 
 # (id, family, source, template, cause, strength, why).  cause 'context': says what happened,
 # not why (every timeout is context: the collective-timeout rule reads who was late).
@@ -142,6 +143,12 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     # c10/cuda CUDAFunctions.cpp device_count_ensure_non_zero: TORCH_CHECK(count, "No CUDA GPUs are available")
     ("pt.no_cuda_gpus", "device", WHEEL, "No CUDA GPUs are available",
      "device_mapping", "specific", "the process sees no GPU (CUDA_VISIBLE_DEVICES, a container started without GPUs)"),
+    # c10/cuda CUDAFunctions.cpp device_count_impl: cudaGetDeviceCount returned
+    # cudaErrorInsufficientDriver; with a driver present its version is printed, else "no driver".
+    ("pt.cuda_driver_too_old", "device", CUDAFUNCS, "The NVIDIA driver on your system is too old (found version {d}).",
+     "cuda_driver_mismatch", "specific", "the driver supports an older CUDA than the runtime this PyTorch build ships (cudaErrorInsufficientDriver)"),
+    ("pt.no_nvidia_driver", "device", CUDAFUNCS, "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver from",
+     "device_mapping", "specific", "the process sees no NVIDIA driver: none installed, or a container started without the GPU runtime"),
     # device mismatch
     # Raised by an operator's device check (ATen TensorIterator / check_all_same_device): alone
     # it leans to the launch's device mapping; raised in the job's own frames it is the code's
