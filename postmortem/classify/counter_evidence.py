@@ -144,6 +144,14 @@ def death_mismatch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple
 # Deaths that are teardown, not a cause: the launcher's SIGTERM, NCCL's own abort.
 _TEARDOWN = frozenset({"SIGTERM", "SIGABRT", "SIGINT", "SIGHUP"})
 _NETWORK_TEXT = re.compile(r"NCCL|nccl|[Cc]onnection|network|[Gg]loo|[Tt]imed out|[Tt]imeout|DistBackendError|Socket")
+# Exceptions that only carry another process's error: torch/multiprocessing/spawn.py raises
+# ProcessRaisedException in the parent with the child's traceback as its text (the child's own
+# exception, read where it is printed, says what happened); not a death of their own.
+_CARRIES_ANOTHER = re.compile(r"(?:^|\.)ProcessRaisedException$")
+
+
+def carries_another(e: Event) -> bool:
+    return bool(_CARRIES_ANOTHER.search(str(e.data.get("type") or "")))
 
 
 def crashed_peer(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
@@ -156,7 +164,7 @@ def crashed_peer(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[s
             name = signals.name_of(e.data.get("signal")) or signals.of_exitcode(e.data.get("exitcode"))
             if name and name not in _TEARDOWN:
                 return _peer_reason(e, name, trace)
-        elif e.kind == KIND.py_exception and not _NETWORK_TEXT.search(e.text):
+        elif e.kind == KIND.py_exception and not _NETWORK_TEXT.search(e.text) and not carries_another(e):
             return _peer_reason(e, str(e.data.get("type") or "an exception"), trace)
     return {}
 

@@ -211,3 +211,13 @@ def test_loopback_is_never_the_job_s_link(tmp_path):
     lo_down = "1: lo: <LOOPBACK,UP> mtu 65536 qdisc noqueue state DOWN group default qlen 1000\n"
     v = _verdict(tmp_path, {**_ALL_TIMED_OUT, "ip_addr.txt": lo_down})
     assert v.cause == "nccl_timeout", v.trace
+
+
+def test_spawn_s_wrapper_of_a_child_s_timeout_is_no_death_of_its_own(tmp_path):
+    # lab3-val-tokenize-straggler/bundle/train.log: mp.spawn's parent re-raises rank 1's gloo
+    # timeout as ProcessRaisedException; only the child's exception says what happened
+    log = (V21 / "lab3-val-tokenize-straggler" / "bundle" / "train.log").read_text(encoding="utf-8")
+    start = log.index("Traceback (most recent call last):")
+    v = _verdict(tmp_path, {"train.log": log[start:]})
+    assert not any("died of" in t and "ProcessRaisedException" in t for t in v.trace), v.trace
+    assert any("timeout.no_transport_error" in t for t in v.trace), v.trace

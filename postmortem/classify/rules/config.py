@@ -6,7 +6,7 @@ from itertools import islice
 import re
 
 from postmortem import signals
-from postmortem.classify.counter_evidence import _NETWORK_TEXT, _TEARDOWN, effective_shm_size
+from postmortem.classify.counter_evidence import _NETWORK_TEXT, _TEARDOWN, carries_another, effective_shm_size
 from postmortem.classify.rules.app import _traceback_of
 from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, events_of, sign_finding
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
@@ -299,7 +299,7 @@ def _deaths_not_by_timeout(case: Case, timeouts: list[Event]) -> list[Event]:
             name = signals.name_of(e.data.get("signal")) or signals.of_exitcode(e.data.get("exitcode"))
             if name and name not in _TEARDOWN:
                 out.append(e)
-        elif e.kind == KIND.py_exception and not _NETWORK_TEXT.search(e.text or ""):
+        elif e.kind == KIND.py_exception and not _NETWORK_TEXT.search(e.text or "") and not carries_another(e):
             out.append(e)
     return out
 
