@@ -33,7 +33,7 @@ from typing import Iterable, Iterator
 from postmortem import bundle, knowledge
 from postmortem.budget import Meter
 from postmortem.parsers import _SEEN_CAP, PARSERS, TextResult, _feed, _is_busy, _offer, _safely, _wants
-from postmortem.parsers.base import Line, Sink
+from postmortem.parsers.base import Line, LineParser, Sink
 from postmortem.parsers.messages import MessageMatcher
 from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain
 from postmortem.parsers.wrappers import clean, strip
@@ -44,6 +44,7 @@ SCAN_MIN_BYTES = 8 << 10
 BLOCK_BYTES = 1 << 20     # bytes decoded at once (newline-aligned); bounds memory per file
 DISTINCT_SHARE = 0.5      # a piece with more distinct lines than this share is read line by line
 _KINDS_CAP = 1 << 18      # distinct lines whose class is remembered across blocks
+_HEADS_CAP = 1 << 12      # distinct `host:pid:tid` prefixes remembered per file
 
 INERT, ROUTINE, CONTEXT, ONE_BY_ONE = 0, 1, 2, 3
 # A routine line no known message matches (most of them): the matcher is not asked again
@@ -155,21 +156,24 @@ def _counted(data: bytes, cap: int) -> tuple[list, Counter, list[str] | _Decoded
     them, and how many were cut.
 
     A piece without stamps, carriage returns or NULs is split and counted as bytes and
-    only its distinct lines are decoded (most pieces of a big log); no line is cut when
-    none is longer than the cap in bytes (never fewer bytes than characters)."""
+    only its distinct lines are decoded (most pieces of a big log): whether a line starts
+    with a stamp is asked of the distinct lines (and of the first line before splitting:
+    stamped lines are all distinct); no line is cut when none is longer than the cap in
+    bytes (never fewer bytes than characters)."""
+    if _LEADING_STAMP.match(data) is None and b"\r" not in data and b"\x00" not in data:
+        keys = data.split(b"\n")
+        if keys and keys[-1] == b"":
+            keys.pop()
+        counts = Counter(keys)
+        if not any(key[:1] == b"[" and _LEADING_STAMP.match(key) is not None for key in counts) \
+                and (not counts or max(map(len, counts)) <= cap):
+            return keys, counts, _Decoded(keys, counts), 0
     if _LEADING_STAMP.match(data) is not None or _STAMP_AFTER_NEWLINE.search(data) is not None:
         lines, cut = split_lines(data.decode("utf-8", "replace"), cap)
         keys, _ = split_lines(_LEADING_STAMP.sub(b"", data).decode("utf-8", "replace"), cap)
         if len(keys) != len(lines):  # cannot happen with the anchored pattern; be safe
             keys = lines
         return keys, Counter(keys), lines, cut
-    if b"\r" not in data and b"\x00" not in data:
-        keys = data.split(b"\n")
-        if keys and keys[-1] == b"":
-            keys.pop()
-        counts = Counter(keys)
-        if not counts or max(map(len, counts)) <= cap:
-            return keys, counts, _Decoded(keys, counts), 0
     lines, cut = split_lines(data.decode("utf-8", "replace"), cap)
     return lines, Counter(lines), lines, cut
 
@@ -183,6 +187,9 @@ class _Reader:
         self.sink = Sink(numbering=numbering) if numbering is not None else Sink()
         self.parsers = [cls(path, self.sink) for cls in PARSERS]
         self.nccl = next(p for p in self.parsers if isinstance(p, NcclParser))
+        # Whether the NCCL parser can be inside a block at all (`busy` is only ever False
+        # unless a subclass overrides it): asked after each line it claims only if so.
+        self.nccl_blocks = type(self.nccl).busy is not LineParser.busy
         self.matcher = MessageMatcher(path, self.sink, k)
         self.used: set[str] = set()
         self.in_block: list = []
@@ -192,6 +199,7 @@ class _Reader:
         self.repeats: int | None = None
         self.seen: dict[int, int] = {}
         self.repeated = 0
+        self.heads: dict[str, tuple[str, tuple]] = {}  # see kind
         self.kinds: dict[str | bytes, tuple[int, tuple | None]] = {}  # by the keys of _counted
         self.targets: dict[str | bytes, list] = {}  # routine line -> what its repeats add to
         # Classes shared with the bundle's other files, unless a parser wants this file's
@@ -224,7 +232,7 @@ class _Reader:
             nccl = self.nccl
             if _feed(self.sink, nccl, line):
                 self.used.add(nccl.name)
-                if _is_busy(self.sink, nccl):
+                if self.nccl_blocks and _is_busy(self.sink, nccl):
                     self.in_block[:] = [nccl]
                 claimed = nccl
             else:
@@ -261,7 +269,14 @@ class _Reader:
         head = _THREAD.match(raw)
         if head is None:
             return self.classify(raw)
-        key = head[0].translate(_DIGITS) + raw[head.end():]
+        heads = self.heads  # a file has a few threads: each prefix masked and split once
+        known = heads.get(head[0])
+        if known is None:
+            if len(heads) >= _HEADS_CAP:
+                heads.clear()
+            # `host:pid:tid ` (no `:` in the host): what _INFO_PREFIX reads from it
+            known = heads[head[0]] = (head[0].translate(_DIGITS), tuple(head[0][:-1].split(":")))
+        key = known[0] + raw[head.end():]
         got = shared.get(key)
         if got is None:
             got = self.classify(raw)
@@ -270,10 +285,7 @@ class _Reader:
             return got
         if got != ROUTINE and got != QUIET:
             return got, None
-        m = _INFO_PREFIX.fullmatch(raw.partition(_INFO_MARK)[0])
-        if m is None:  # cannot happen for a line of the same shape; be safe
-            return self.classify(raw)
-        return got, (m["host"], m["pid"], m["tid"])
+        return got, known[1]
 
     def classify(self, raw: str) -> tuple[int, tuple | None]:
         text, rank, wrapped_host, stamp = strip(raw)

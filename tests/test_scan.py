@@ -176,6 +176,8 @@ def test_a_file_read_whole_by_name_keeps_its_own_classes():
     b"a\xff\xfeb\nok\n\xe2\x82\nok\n\xe2\x82\xac\n",         # invalid and cut UTF-8 sequences
     b"x\ny\r\nx\n", b"x\x00y\nx\n", b"no newline at the end", b"\n\n\n", b"",
     b"[2024-01-02 03:04:05] a\nb\n[2024-01-02 03:04:06] a\n",  # stamps: counted without them
+    b"b\n[2024-01-02 03:04:05] a\n[2024-01-02 03:04:06] a\n",  # the first line without one
+    b"[0] x\n[0] x\n",                                        # a bracket that is no stamp
     "é".encode() * 40 + b"\n" + b"e" * 70 + b"\n",            # longer than the cap in bytes only
     b"e" * 90 + b"\nshort\n" + b"e" * 90 + b"\n",             # longer than the cap
 ])
@@ -188,3 +190,5 @@ def test_counted_pieces_are_the_lines_split_lines_gives(data):
     assert list(got) == lines and [got[i] for i in range(len(lines))] == lines and len(got) == len(lines)
     assert got_cut == cut and len(keys) == len(lines) and sum(counts.values()) == len(lines)
     assert all(counts[key] == keys.count(key) for key in counts)
+    if b"] a" in data:  # stamped: the two `a` lines are one key
+        assert max(counts.values()) == 2

@@ -43,15 +43,7 @@ class Line:
 # words repeat from rank to rank: each distinct value is kept once (memory, issue 17).
 _SHARED_MAX = 512
 _shared_str = sys.intern
-_INTS: dict[int, int] = {}
-
-
-def _shared_int(n: int | None) -> int | None:
-    if n is None or -5 <= n <= 256:
-        return n
-    if len(_INTS) > 1 << 16:
-        _INTS.clear()
-    return _INTS.setdefault(n, n)
+_INTS: dict[int, int] = {}  # ints outside CPython's small-int cache (-5..256), kept once
 
 
 @dataclass
@@ -72,27 +64,36 @@ class Sink:
               tid: int | None = None, rank: int | None = None, text: str | None = None,
               data: dict | None = None, **more) -> Event:
         """Record an event at `line`; wrapper-carried host/rank/stamp fill the gaps."""
-        host = host if host is not None else line.host
-        fields = {**(data or {}), **more}
+        if host is None:
+            host = line.host
+        fields = {**data, **more} if data else more  # `more` is this call's own dict
+        intern = _shared_str
         for key, value in fields.items():  # the same words on every rank: kept once
-            if type(value) is str and len(value) <= _SHARED_MAX:
-                fields[key] = _shared_str(value)
-            elif type(value) is list and value and type(value[0]) is str:
-                value[:] = [_shared_str(v) if type(v) is str and len(v) <= _SHARED_MAX else v for v in value]
+            kind_of = type(value)
+            if kind_of is str:
+                if len(value) <= _SHARED_MAX:
+                    fields[key] = intern(value)
+            elif kind_of is list and value and type(value[0]) is str:
+                value[:] = [intern(v) if type(v) is str and len(v) <= _SHARED_MAX else v for v in value]
         if line is not self._line:  # a message matched on a line a parser read: one Ref for both
             self._line, self._ref = line, line.ref()
+        if rank is None:
+            rank = line.rank
+        if len(_INTS) > 1 << 16:
+            _INTS.clear()
         ev = Event(
-            kind=kind,
-            text=line.text if text is None else _shared_str(text) if len(text) <= _SHARED_MAX else text,
-            ref=self._ref,
-            severity=severity,
-            stamp=stamp if stamp is not None else line.stamp,
-            host=_shared_str(host) if type(host) is str else host,
-            pid=_shared_int(pid),
-            tid=_shared_int(tid),
-            rank=_shared_int(rank if rank is not None else line.rank),
-            data=fields,
-            seq=next(self.numbering),
+            kind,
+            line.text if text is None else intern(text) if len(text) <= _SHARED_MAX else text,
+            self._ref,
+            severity,
+            stamp if stamp is not None else line.stamp,
+            intern(host) if type(host) is str else host,
+            pid if pid is None or -5 <= pid <= 256 else _INTS.setdefault(pid, pid),
+            tid if tid is None or -5 <= tid <= 256 else _INTS.setdefault(tid, tid),
+            rank if rank is None or -5 <= rank <= 256 else _INTS.setdefault(rank, rank),
+            fields,
+            None,
+            next(self.numbering),
         )
         self.events.append(ev)
         return ev

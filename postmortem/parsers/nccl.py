@@ -70,19 +70,35 @@ _SHAPE = re.compile(r"0x[0-9a-fA-F]+|\d+")  # numbers and hex ids differ between
 _MAX_LISTED = 64  # pids kept on a collapsed INFO event
 
 
-@functools.lru_cache(maxsize=1024)
-def _plain_shape(msg: str) -> str | None:
-    """The shape of an unstructured INFO message, None for one that is structured (a chain
-    link, a channel, an Init/network/version line, an abort).  Every rank prints the same
-    messages: each is looked at once (the messages are bounded by the line cap)."""
-    if " -> " in msg or msg.startswith("Channel ") or _GRAMMAR_WORTHY.match(msg) or _ABORT.search(msg):
-        return None
-    return _SHAPE.sub("#", msg)
+@dataclass(frozen=True, slots=True)
+class _About:
+    """What an INFO message is, as far as the message alone says (every rank prints the
+    same messages: each is looked at once; see _about)."""
+
+    chain: bool           # a `file:line -> rc` link
+    channel: bool         # starts with `Channel ` (a connection or a ring)
+    grammar: bool         # worth the grammar (Init, network, version)
+    abort: bool
+    plain: str | None     # the shape of an unstructured message (None for a structured one)
+    shape: str            # numbers and hex ids masked
 
 
-@functools.lru_cache(maxsize=1024)
-def _shape(msg: str) -> str:
-    return _SHAPE.sub("#", msg)
+_ABOUT: dict[str, _About] = {}
+_ABOUT_CAP = 4096
+
+
+def _about(msg: str) -> _About:
+    got = _ABOUT.get(msg)
+    if got is not None:
+        return got
+    if len(_ABOUT) >= _ABOUT_CAP:
+        _ABOUT.clear()
+    channel, grammar = msg.startswith("Channel "), _GRAMMAR_WORTHY.match(msg) is not None
+    abort = "Abort" in msg and _ABORT.search(msg) is not None
+    shape = _SHAPE.sub("#", msg)
+    got = _ABOUT[msg] = _About(fast_chain(msg) is not None, channel, grammar, abort,
+                               None if " -> " in msg or channel or grammar or abort else shape, shape)
+    return got
 
 
 @functools.lru_cache(maxsize=1024)
@@ -148,26 +164,28 @@ class NcclParser(LineParser):
             msg = m["msg"] or ""
         host = m["host"] or line.host
         key = (host, m["pid"], m["tid"])
-        if level == "INFO" and (self._repeat_of_plain_info(key, m, msg) or self._repeat_of_channel(key, m, host, msg)):
+        about = _about(msg) if level == "INFO" else None
+        if about is not None and (self._repeat_of_plain_info(key, m, about.plain)
+                                  or about.channel and self._repeat_of_channel(key, m, host, msg)):
             return True
-        where = {"host": host, "pid": int(m["pid"]) if m["pid"] else None,
-                 "tid": int(m["tid"]) if m["tid"] else None,
-                 "stamp": _stamp(m["ts"]) or line.stamp}
+        ts, pid, tid = m["ts"], m["pid"], m["tid"]
+        where = {"host": host, "pid": int(pid) if pid else None, "tid": int(tid) if tid else None,
+                 "stamp": (_stamp(ts) if ts else None) or line.stamp}
         dev = int(m["dev"]) if m["dev"] else None
         if level == "WARN":
             self._end_chain(key)
             self._warn(line, m, msg, where, dev, key)
             return True
-        if level == "INFO":
+        if about is not None and about.chain:
             chain = fast_chain(msg)
             if chain is not None:
                 self._link(line, key, chain, where)
                 return True
         self._end_chain(key)
         self._last_warn.pop(key, None)
-        if level == "INFO" and _GRAMMAR_WORTHY.match(msg):
-            self._said_once(line, (host, m["pid"], m["tid"], m["dev"], msg), msg, where, dev)
-        elif level == "INFO":
+        if about is not None and about.grammar:
+            self._said_once(line, (host, pid, tid, m["dev"], msg), msg, where, dev)
+        elif about is not None:
             self._info(line, msg, where, dev)
         elif level == "TRACE" or level == "CALL":
             ms = float(m["ms"]) if m["ms"] else None
@@ -189,7 +207,7 @@ class NcclParser(LineParser):
     def _repeat_of_channel(self, key: tuple, m: re.Match, host: str | None, msg: str) -> bool:
         """Another channel line of a connection already seen: one more in its counts,
         without building the event's fields (most lines of a big INFO bundle)."""
-        if not msg.startswith("Channel ") or not self._connections:
+        if not self._connections:
             return False
         channel = fast_channel(msg)
         if channel is None:
@@ -214,7 +232,8 @@ class NcclParser(LineParser):
     # -- one message kind each ---------------------------------------------------------
 
     def _info(self, line: Line, msg: str, where: dict, dev: int | None) -> None:
-        if msg.startswith("Channel "):
+        about = _about(msg)
+        if about.channel:
             channel = fast_channel(msg)
             if channel is not None:
                 self._transport(line, channel, where, dev)
@@ -223,15 +242,14 @@ class NcclParser(LineParser):
             if ring is not None:
                 self._ring(line, ring, where, dev, msg)
                 return
-        parsed = parse_message(msg) if _GRAMMAR_WORTHY.match(msg) else None
+        parsed = parse_message(msg) if about.grammar else None
         if parsed is None:
-            abort = _ABORT.search(msg)
-            if abort:
+            if about.abort:
                 comm = _COMM.search(msg)
                 self.sink.event(line, "nccl.abort", Severity.ERROR, **where, dev=dev,
                                 comm=comm.group(1) if comm else None, msg=msg)
             else:
-                self._plain_info(line, msg, where, dev)
+                self._plain_info(line, msg, where, dev, about.shape)
             return
         shape, data = parsed
         if shape == "init":
@@ -264,13 +282,13 @@ class NcclParser(LineParser):
             self._said[said] = data  # type: ignore[assignment]
             self.repeat_target = data  # type: ignore[assignment]
 
-    def _repeat_of_plain_info(self, key: tuple, m: re.Match, msg: str) -> bool:
+    def _repeat_of_plain_info(self, key: tuple, m: re.Match, shape: str | None) -> bool:
         """The hot path of a big INFO bundle: another rank repeating an unstructured INFO
-        line already seen.  Counted without building anything (see _plain_info)."""
-        if not self._plain:
+        line already seen (`shape`: _About.plain).  Counted without building anything
+        (see _plain_info)."""
+        if not self._plain or shape is None:
             return False
-        shape = _plain_shape(msg)
-        seen = self._plain.get(shape) if shape is not None else None
+        seen = self._plain.get(shape)
         if seen is None:
             return False
         self._end_chain(key)
@@ -283,12 +301,12 @@ class NcclParser(LineParser):
                 seen["pids"].append(pid)
         return True
 
-    def _plain_info(self, line: Line, msg: str, where: dict, dev: int | None) -> None:
+    def _plain_info(self, line: Line, msg: str, where: dict, dev: int | None, shape: str | None = None) -> None:
         """Unstructured INFO lines (`Setting affinity ...`, `NET/Plugin ...`) say the same
         thing on every rank: the first line of each shape becomes an event, and the
         ranks that repeat it only add to its `count` and `pids` (a 512-rank bundle has
         millions of them; the timeline would collapse them anyway)."""
-        shape = _shape(msg)
+        shape = shape if shape is not None else _about(msg).shape
         seen = self._plain.get(shape)
         if seen is not None:
             seen["count"] += 1
