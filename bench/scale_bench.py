@@ -199,7 +199,9 @@ def analyze_vs_grep(name: str, bundle: Path, size: int, repeat: int, tmp: Path, 
     t_grep, c_grep = results[0][0], results[0][1]
     row: dict = {"bundle": name, "MB": size / 1e6, "grep_s": t_grep, "grep_cpu": c_grep}
     load = os.getloadavg()[0]
+    walls = {}
     for j, (t_pm, c_pm, rss, tree, out) in zip(jobs, results[1:]):
+        walls[j] = t_pm
         out_json = tmp / f"{name}-{j}.json"
         verdict = json.loads(out_json.read_text()) if out_json.exists() else {}
         v = verdict.get("verdict", {})
@@ -214,6 +216,13 @@ def analyze_vs_grep(name: str, bundle: Path, size: int, repeat: int, tmp: Path, 
               f"{row[j]['cited']}   load {load:.1f}", flush=True)
         if not out_json.exists():
             print(out.decode(errors="replace")[-2000:])
+    if 0 in walls and 1 in walls:
+        # A single big file is read as ranges on every core (postmortem/ranges.py), many files by a pool
+        # (parallel.py): what the cores give, and the peak of the process tree in MB as well as MiB.
+        row["speedup"] = walls[1] / walls[0]
+        print(f"{name:9} --jobs 0 is {row['speedup']:.2f}x as fast as --jobs 1; peak RSS "
+              f"{row[0]['rss_MiB'] * 1.048576:.0f} MB / {row[1]['rss_MiB'] * 1.048576:.0f} MB (tree "
+              f"{row[0]['tree_MiB'] * 1.048576:.0f} MB / {row[1]['tree_MiB'] * 1.048576:.0f} MB)", flush=True)
     return row
 
 
@@ -330,6 +339,8 @@ def main() -> None:
     ap.add_argument("--big", action="store_true", help="also the 1 GB single file")
     ap.add_argument("--scaling", action="store_true", help="also the 64 -> 8,192 ranks table")
     ap.add_argument("--top", type=int, default=8192, help="largest rank count of the scaling table")
+    ap.add_argument("--big-ranks", type=int, default=2048,
+                    help="ranks joined into the single file of `big` (2,048: 564 MB; 3,634: 1.0 GB)")
     ap.add_argument("--only", choices=("ranks512", "big", "dense", "small", "startup", "scaling"))
     ap.add_argument("--steps-of", type=Path, help=argparse.SUPPRESS)   # the scaling table's step timer
     args = ap.parse_args()
@@ -347,7 +358,7 @@ def main() -> None:
             analyze_vs_grep("ranks512", tmp / "ranks512", size, args.repeat, tmp)
             subprocess.run(["rm", "-rf", str(tmp / "ranks512")])
         if "big" in want:
-            size = build_single(tmp / "big", 2048)
+            size = build_single(tmp / "big", args.big_ranks)
             analyze_vs_grep("big", tmp / "big", size, args.repeat, tmp)
             subprocess.run(["rm", "-rf", str(tmp / "big")])
         if "dense" in want:

@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 from operator import attrgetter
 from typing import Sequence
 
+from postmortem import intpool
 from postmortem.model import Basis, Event, Fact, Ref
 
 # Lines that show the job under way from its very start.
@@ -80,7 +81,7 @@ def _positions_of(events: Sequence[Event]) -> dict[str, list[int]]:
     global _positions
     if _positions is None or _positions[0] is not events or _positions[1] != len(events):
         index: dict[str, list[int]] = {}
-        for i, kind in enumerate(map(_KIND, events)):
+        for i, kind in zip(intpool.upto(len(events)), map(_KIND, events)):
             got = index.get(kind)
             if got is None:
                 got = index[kind] = []

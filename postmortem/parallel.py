@@ -263,6 +263,8 @@ def _advance(got) -> int:
 
 
 def _without_progress(options):
+    """A worker's options: no progress line, and no pool of its own (ranges.splits)."""
     import dataclasses
 
-    return dataclasses.replace(options, progress=None) if options.progress else options
+    return dataclasses.replace(options, progress=None, jobs=1)
+

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from postmortem import bundle, knowledge, parallel, scan, timeline
+from postmortem import bundle, knowledge, parallel, ranges, scan, timeline
 from postmortem.budget import Budget, Meter
 from postmortem.classify import classify
 from postmortem.model import Analysis, Artifact, ArtifactStatus, Case
@@ -72,12 +72,17 @@ def _analyze(path: Path, options: Options) -> Analysis:
         first = parallel.read_entries(entries, got, options, k, jobs, _read_one)
     for entry in entries[first:]:
         _read_one(entry, got, options, k)
-    events = tuple(got.events)
     artifacts = tuple(sorted(got.artifacts, key=lambda a: a.path))
-    case = Case(bundle.bundle_name(path), events, tuple(got.stacks), tuple(got.facts), artifacts)
-    placed = timeline.place(case, tz=options.tz)
+    # The case is handed over, not kept here: placement frees each event it replaces (timeline.place).
+    placed = timeline.place(Case(bundle.bundle_name(path), _taken_events(got), tuple(got.stacks), tuple(got.facts),
+                                 artifacts), tz=options.tz)
     verdict = classify(placed.case, k)
     return Analysis(placed.case, verdict, placed.notes, placed.hosts, tuple(meter.notes))
+
+
+def _taken_events(got: _Collected) -> tuple:
+    events, got.events = tuple(got.events), []
+    return events
 
 
 def _read_one(entry: bundle.Entry, got: _Collected, options: Options, k) -> None:
@@ -168,8 +173,13 @@ def _read_content(entry, stream, kind: str, got: _Collected, options: Options, b
             label = f"text ({encoding})" + (f" ({codec})" if compressed else "")
         lines = bundle.iter_lines(stream, got.meter, encoding)
         if scan.applies(entry, compressed, encoding):  # big: the scanning stage
-            result = scan.scan_text(entry.path, lines, host=entry.host, k=k, numbering=got.numbering, meter=got.meter,
-                                    shared=got.line_classes)
+            jobs = parallel.auto_jobs() if options.jobs == 0 else options.jobs
+            result = None
+            if ranges.splits(entry, jobs, got.meter):  # one big file on several cores, or None
+                result = ranges.read(entry, lines, got, k, jobs)
+            if result is None:
+                result = scan.scan_text(entry.path, lines, host=entry.host, k=k, numbering=got.numbering,
+                                        meter=got.meter, shared=got.line_classes)
         else:
             result = parse_text(entry.path, lines, host=entry.host, k=k, numbering=got.numbering, meter=got.meter)
         got.events.extend(result.sink.events)

@@ -404,6 +404,19 @@ class _Reader:
                         target[field] += extra
         return cut
 
+    def read(self, lines: bundle.Lines, meter: Meter | None, block_bytes: int = BLOCK_BYTES) -> str:
+        """Every block of `lines` (its budgeted byte source); why reading stopped early, or ""."""
+        self.cap = lines.cap
+        self.repeats = meter.budget.repeats if meter is not None else None
+        for data in blocks(lines._chunks(), block_bytes):  # noqa: SLF001 - the budgeted byte source
+            if meter is not None:
+                if meter.events + len(self.sink.events) > meter.budget.events:
+                    meter.stop(f"event budget of {meter.budget.events} events reached")
+                if meter.out_of_time():
+                    return f"stopped at line {self.n}: {meter.stopped}"
+            lines.cut_lines += self.block(data)
+        return ""
+
     def finish(self, stopped: str = "") -> TextResult:
         for p in self.parsers:
             _safely(self.sink, p, p.finish)
@@ -423,15 +436,4 @@ def scan_text(path: str, lines: bundle.Lines, host: str | None = None, k: knowle
     notes a stream that breaks off) and receives the count of cut lines.  `shared`: one
     dict per analysis (and knowledge) for classes of lines shared between its files."""
     reader = _Reader(path, host, k, numbering, shared)
-    reader.cap = lines.cap
-    reader.repeats = meter.budget.repeats if meter is not None else None
-    stopped = ""
-    for data in blocks(lines._chunks(), block_bytes):  # noqa: SLF001 - the budgeted byte source
-        if meter is not None:
-            if meter.events + len(reader.sink.events) > meter.budget.events:
-                meter.stop(f"event budget of {meter.budget.events} events reached")
-            if meter.out_of_time():
-                stopped = f"stopped at line {reader.n}: {meter.stopped}"
-                break
-        lines.cut_lines += reader.block(data)
-    return reader.finish(stopped)
+    return reader.finish(reader.read(lines, meter, block_bytes))

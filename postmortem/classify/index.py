@@ -9,6 +9,7 @@ from __future__ import annotations
 from operator import attrgetter
 from typing import Iterable
 
+from postmortem import intpool
 from postmortem.model import Case, Event
 
 
@@ -20,7 +21,7 @@ class _KindIndex:
     def __init__(self, events: tuple[Event, ...]) -> None:
         self.events = events
         self.positions: dict[str, list[int]] = {}
-        for i, kind in enumerate(map(_KIND, events)):
+        for i, kind in zip(intpool.upto(len(events)), map(_KIND, events)):
             got = self.positions.get(kind)
             if got is None:
                 got = self.positions[kind] = []

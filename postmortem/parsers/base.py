@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Iterator
 
 from postmortem import grammar
+from postmortem.intpool import shared as _shared_index
 from postmortem.model import Event, Fact, Ref, Severity, Stack, Stamp
 
 
@@ -93,7 +94,7 @@ class Sink:
             rank if rank is None or -5 <= rank <= 256 else _INTS.setdefault(rank, rank),
             fields,
             None,
-            next(self.numbering),
+            _shared_index(next(self.numbering)),
         )
         self.events.append(ev)
         return ev

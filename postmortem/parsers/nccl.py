@@ -23,6 +23,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+from sys import intern as _intern
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -117,6 +118,14 @@ def _stamp(ts: str | None) -> Stamp | None:
     return None
 
 
+def _said_key(host, pid, tid, dev, msg) -> tuple:
+    """The key of a distinct Init/network/version line of a thread, its strings kept once:
+    every rank prints these lines and a big bundle holds one key per line until its end
+    (issue 17: 25 MiB of the dense bundle's peak)."""
+    return (host, _intern(pid) if pid else pid, _intern(tid) if tid else tid, _intern(dev) if dev else dev,
+            _intern(msg) if len(msg) <= 512 else msg)
+
+
 @dataclass
 class _Chain:
     """An error return code unwinding on one thread: `file:line -> rc` lines."""
@@ -184,7 +193,7 @@ class NcclParser(LineParser):
         self._end_chain(key)
         self._last_warn.pop(key, None)
         if about is not None and about.grammar:
-            self._said_once(line, (host, pid, tid, m["dev"], msg), msg, where, dev)
+            self._said_once(line, _said_key(host, pid, tid, m["dev"], msg), msg, where, dev)
         elif about is not None:
             self._info(line, msg, where, dev)
         elif level == "TRACE" or level == "CALL":

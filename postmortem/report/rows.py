@@ -20,6 +20,7 @@ from itertools import compress, repeat
 from operator import attrgetter, itemgetter, methodcaller, not_
 from typing import Any, Iterable, Sequence
 
+from postmortem import intpool
 from postmortem.model import Event
 
 _MASK = re.compile(r"0x[0-9a-fA-F]+|\d+")
@@ -154,7 +155,7 @@ def _fold(keys: list[tuple[str, str, str]]) -> tuple[list[int], list[tuple[str, 
         numbers[key] = n
     row_of = list(map(numbers.__getitem__, keys))
     members: list[list[int]] = [[] for _ in numbers]
-    for i, r in enumerate(row_of):
+    for i, r in zip(intpool.upto(len(row_of)), row_of):
         members[r].append(i)
     return row_of, list(numbers), members
 

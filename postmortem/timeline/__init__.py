@@ -74,7 +74,12 @@ def place(case: Case, tz: str | None = None) -> Placed:
         if host not in boots or b[2] < boots[host][2]:  # the journal's anchor beats btime's second
             boots[host] = b
 
+    year_missing = any(s is not None and not s.year_known for s in map(_STAMP, case.events))
     events = share_line_stamps(list(case.events))
+    # From here the case's events are only in `events`: a caller that keeps no reference to
+    # the case it passes (run.analyze) lets each replaced event go as its successor is made
+    # (issue 17: the dense bundle's events are not held twice).
+    case = dataclasses.replace(case, events=())
     local_used = False
     placed: list[Event] = []
     delta_base: dict[str, datetime | None] = {}
@@ -92,6 +97,7 @@ def place(case: Case, tz: str | None = None) -> Placed:
         boots.update(anchored_boots)
         delta_base.clear()
         placed = [with_when(e, stamp_when(e, zone, zone_note, year, boots, delta_base)) for e in events]
+    del events
     skews = host_skews(placed)
     placed = apply_skews(placed, skews, notes)
     place_untimed(placed, case)
@@ -106,7 +112,7 @@ def place(case: Case, tz: str | None = None) -> Placed:
     notes.extend(context_notes)
     if local_used:
         notes.append(f"times printed without a zone are read as {zone_note}")
-    if any(s is not None and not s.year_known for s in map(_STAMP, case.events)):
+    if year_missing:
         notes.append(f"year missing in some sources; filled with {year}" if year else
                      "year missing in some sources and no dated source to fill it")
     for host, (bt, where, *_) in boots.items():
