@@ -223,3 +223,25 @@ def test_spawn_s_wrapper_of_a_child_s_timeout_is_no_death_of_its_own(tmp_path):
     v = _verdict(tmp_path, {"train.log": log[start:]})
     assert not any("died of" in t and "ProcessRaisedException" in t for t in v.trace), v.trace
     assert any("timeout.no_transport_error" in t for t in v.trace), v.trace
+
+
+# Rank 0's dump in a barrier: _RANK1_WAITING with its innermost c10d frame swapped for the
+# barrier's (distributed_c10d.py:5356, the line _IN_BARRIER cites) -- built here, marked as such.
+_RANK0_IN_BARRIER = (_RANK1_WAITING.replace("29538", "29537")
+                     .replace("all_reduce (torch/distributed/distributed_c10d.py:3252)",
+                              "barrier (torch/distributed/distributed_c10d.py:5356)"))
+# messages.toml watchdog_timeout sample (a real PyTorch 1.x ProcessGroupNCCL line)
+_NCCL_WATCHDOG = ("[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: "
+                  "WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for "
+                  "1800572 milliseconds before timing out.\n")
+
+
+def test_dumps_in_different_collectives_claim_a_desync_under_gloo_but_only_lean_under_nccl(tmp_path):
+    # gloo blocks in the call that waits; NCCL returns at once and a rank blocks wherever it next
+    # synchronises, so the same two dumps are a strong sign under gloo and a weak one under NCCL
+    dumps = {"py-spy-rank0.txt": _RANK0_IN_BARRIER, "py-spy-rank1.txt": _RANK1_WAITING}
+    gloo = _verdict(tmp_path / "gloo", {**dumps, "train.log": _RANK1_TIMEOUT})
+    nccl = _verdict(tmp_path / "nccl", {**dumps, "train.log": _NCCL_WATCHDOG})
+    assert gloo.cause == "collective_desync", gloo.trace
+    assert nccl.cause != "collective_desync", nccl.trace
+    assert any("different collectives" in t for t in nccl.trace) or any("barrier" in t for t in nccl.trace), nccl.trace

@@ -214,7 +214,11 @@ class StacksAtTimeout(Rule):
         if len(calls) >= 2 and not busy:
             summary = (f"the ranks waited in different collectives when the job hung ({listing}): collectives "
                        "pair by their order, so none of them could complete -- the ranks ran different code")
-            return [sign_finding(k, SIGN.stacks_different_collectives, self.id, summary, [], "desync",
+            # gloo raises the timeout in the call that waited; NCCL's calls return at once and
+            # its ranks block wherever they next synchronise, so their frames only lean.
+            decided = all(p.origin == "traceback" for p in waiting.values()) or not _nccl_in(case)
+            sign = SIGN.stacks_different_collectives if decided else SIGN.stacks_different_collectives_async
+            return [sign_finding(k, sign, self.id, summary, [], "desync",
                                  extra_refs=tuple(p.ref for p in where.values())[:6])]
         if busy:
             running = {r: p for r, p in busy.items() if p.running}
@@ -227,6 +231,11 @@ class StacksAtTimeout(Rule):
                                  extra_refs=tuple(p.ref for p in list(late.values())[:2] + list(waiting.values())[:2]),
                                  culprits=tuple(sorted(late)))]
         return []
+
+
+def _nccl_in(case: Case) -> bool:
+    """The job ran NCCL: its own lines or PyTorch's NCCL process group are in the bundle."""
+    return any((e.kind or "").startswith("nccl") or "NCCL" in (e.text or "") for e in case.events)
 
 
 class _Position:
