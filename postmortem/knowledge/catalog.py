@@ -366,8 +366,10 @@ def match_message(line: str, catalogs: tuple[str, ...] = ("pytorch", "kernel")) 
             if killed and killed.group(1) in data.get("signal_readings", {}):
                 cause, strength, detail = data["signal_readings"][killed.group(1)], "specific", killed.group(1)
             errno = next(((t, c) for t, c in data.get("errno_readings", {}).get(e.subsystem, {}).items() if t in line), None)
-            if errno and cause in (CONTEXT, "nccl_network", ""):
-                cause, strength, detail = errno[1], "specific", errno[0]
+            if errno and cause in (CONTEXT, "nccl_network", "", errno[1]):
+                # a per-attempt warning's errno reads the cause but stays a weak sign
+                weak = e.id in data.get("errno_attempt_entries", ())
+                cause, strength, detail = errno[1], "subsystem" if weak else "specific", errno[0]
             if e.id == "k.oops_rip":
                 rip = _RIP_MODULE.search(line)
                 module = rip.group("module") if rip else ""

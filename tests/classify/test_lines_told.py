@@ -57,3 +57,11 @@ def test_a_bare_system_error_repeated_by_every_rank_stays_one_weak_reading(tmp_p
     once = _verdict(tmp_path / "a", "stderr.txt", line)
     many = _verdict(tmp_path / "b", "stderr.txt", "\n".join([line] * 4))
     assert many.confidence <= once.confidence + 1e-9
+
+
+def test_a_failed_bind_warning_alone_is_no_claim(tmp_path):
+    # wenet-e2e/wekws#93's first line only: torch's elastic rendezvous tries the store as server,
+    # warns per address and retries as a client -- alone it says nothing failed yet
+    v = _verdict(tmp_path, "stderr.txt", "[W socket.cpp:401] [c10d] The server socket has failed to bind to "
+                 "[::]:29400 (errno: 98 - Address already in use).")
+    assert v.cause != "port_in_use", v.trace

@@ -76,7 +76,7 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     ("pt.store_connect_failed_any", "c10d", WHEEL, "The client socket has failed to connect to any network address of ({}, {}).",
      "context", "subsystem", "a rank could not reach the store's address on any of its addresses"),
     ("pt.store_listen_failed", "c10d", WHEEL, "The server socket has failed to listen on any local network address.",
-     "context", "subsystem", "the store could not bind: MASTER_PORT in use (a leftover or other job) or no address"),
+     "port_in_use", "subsystem", "the store could not bind: MASTER_PORT in use (a leftover or other job) or no address"),
     # c10d/socket.cpp SocketListenOp: C10D_WARNING("The server socket has failed to {bind to|listen on} {} {}.",
     # address, error) where error is "(errno: 98 - Address already in use)": ERRNO_READINGS read it.
     ("pt.store_bind_failed", "c10d", WHEEL, "The server socket has failed to bind to {} {}.",
@@ -194,6 +194,13 @@ ERRNO_READINGS = {
              "Name or service not known": "nccl_network", "emporary failure in name resolution": "nccl_network"},
 }
 
+# c10d/socket.cpp SocketListenOp tries every address of the host and only warns
+# (C10D_WARNING) for each one that fails; the store fails when all fail ("failed to listen on
+# any local network address"), and torch's elastic rendezvous expects a failed bind and
+# retries as a client (elastic/rendezvous/c10d_rendezvous_backend.py).  On these per-attempt
+# warnings the errno names the failure but is one weak sign, not a verdict.
+ERRNO_ATTEMPT_ENTRIES = ["pt.store_bind_failed", "pt.store_listen_on_failed"]
+
 
 def template_to_regex(t: str) -> str:
     parts = re.split(r"(\{d\}|\{\})", t)
@@ -277,7 +284,8 @@ def main(argv: list[str]) -> int:
                         "verified_in": verified, "cause": cause, "strength": strength, "why": why})
     out = {"catalog": "pytorch", "upstream": f"torch {version} wheel; https://github.com/pytorch/pytorch @ {PYTORCH_COMMIT[:12]}",
            "version": version, "commit": PYTORCH_COMMIT, "generator": "tools/catalogs/gen_pytorch.py",
-           "signal_readings": SIGNAL_READINGS, "errno_readings": ERRNO_READINGS, "entries": entries}
+           "signal_readings": SIGNAL_READINGS, "errno_readings": ERRNO_READINGS,
+           "errno_attempt_entries": ERRNO_ATTEMPT_ENTRIES, "entries": entries}
     json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0
