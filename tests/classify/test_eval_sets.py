@@ -75,3 +75,24 @@ def test_validation21_floor():
     assert result["category_correct"] >= 38 and result["cause_correct"] >= 32
     assert set(result["confident_wrong"]) <= {"nvlink-bad-state-nvls-multicast-bind-401-14"}
     assert result["evidence_ok"] == result["total"]
+
+
+def test_validation22_floor():
+    """The development half of the fourth blind sweep (fixtures/validation22, see its README):
+    first seen at bf33662 with 10/23 categories and 8/23 causes, with no confident mistake."""
+    result = evaluate([ROOT / "fixtures/validation22"])
+    assert result["total"] == 23
+    assert result["category_correct"] >= 10 and result["cause_correct"] >= 8
+    assert not result["confident_wrong"]
+    assert result["evidence_ok"] == result["total"]
+
+
+def test_second_frozen_split_first_seen_floor():
+    """The frozen half of the fourth blind sweep (fixtures/frozen/sweep-2026-12d): first seen at
+    bf33662 with 22/35 categories and 20/35 causes, with no confident mistake. The floor only
+    guards it against regressions; nobody develops against it."""
+    result = evaluate([ROOT / "fixtures/frozen/sweep-2026-12d"])
+    assert result["total"] == 35
+    assert result["category_correct"] >= 22 and result["cause_correct"] >= 20
+    assert not result["confident_wrong"]
+    assert result["evidence_ok"] == result["total"]

@@ -104,6 +104,10 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "dataloader_worker_crash", "specific", "a DataLoader worker died of a signal (the signal says more)"),
     ("pt.dataloader_exited", "dataloader", WHEEL, "DataLoader worker (pid(s) {}) exited unexpectedly",
      "dataloader_worker_crash", "subsystem", "a DataLoader worker exited"),
+    # torch/csrc/DataLoader.cpp's SIGCHLD check: a worker that exited with a non-zero code
+    ("pt.dataloader_exit_code", "dataloader", WHEEL, "DataLoader worker (pid {}) exited unexpectedly with exit code {}. "
+     "Details are lost due to multiprocessing. Rerunning with num_workers=0 may give better error trace.",
+     "dataloader_worker_crash", "subsystem", "a DataLoader worker exited with a non-zero code; its own error went to its stderr"),
     ("pt.dataloader_bus_error", "dataloader", WHEEL, "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
      "shm_exhausted", "specific", "a worker touched shared memory past what /dev/shm holds"),
     ("pt.dataloader_segfault", "dataloader", WHEEL, "ERROR: Unexpected segmentation fault encountered in worker.",
