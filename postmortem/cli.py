@@ -84,6 +84,32 @@ class UsageError(Exception):
     pass
 
 
+def _columns() -> int:
+    """shutil.get_terminal_size().columns, without importing shutil (bz2, lzma, fnmatch: a
+    few milliseconds of every start) just for that: COLUMNS, else stdout's terminal, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+class _Help(argparse.HelpFormatter):
+    """argparse's help layout, at the width argparse would choose (see _columns)."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
+class _RawHelp(_Help, argparse.RawDescriptionHelpFormatter):
+    """argparse.RawDescriptionHelpFormatter, at the width argparse would choose."""
+
+
 def _path(text: str) -> Path:
     """argparse's `type` for paths: pathlib only once a path is given (startup time)."""
     from pathlib import Path
@@ -106,12 +132,12 @@ def _command(argv: list[str]) -> str | None:
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
     """The full parser; given a command, module subcommands other than it are listed
     (name and help) without importing their module."""
-    p = argparse.ArgumentParser(prog="postmortem",
+    p = argparse.ArgumentParser(prog="postmortem", formatter_class=_Help,
                                 description="Post-mortem crash and log analyzer for multi-GPU training failures.")
     p.add_argument("--version", action="version", version=f"postmortem {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
-    raw = argparse.RawDescriptionHelpFormatter
+    raw = _RawHelp
     a = sub.add_parser("analyze", help="analyse one crash bundle (folder, .tar[.gz], .zip or file)",
                        description="Analyse one crash bundle and print the verdict; writes the HTML report "
                                    "to reports/<bundle-name>.html unless --html says otherwise.",
@@ -166,7 +192,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 
     for name, module, text in MODULE_COMMANDS:
         if command is not None and command != name:
-            sub.add_parser(name, help=text)
+            sub.add_parser(name, help=text, formatter_class=_Help)
             continue
         try:
             import importlib
@@ -174,7 +200,8 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
             mod = importlib.import_module(module)
         except ImportError:
             continue
-        s = sub.add_parser(name, help=text, description=(mod.__doc__ or text).strip().splitlines()[0])
+        s = sub.add_parser(name, help=text, description=(mod.__doc__ or text).strip().splitlines()[0],
+                           formatter_class=_Help)
         mod.configure(s)
         if not s.epilog and name in MODULE_EPILOGS:
             s.epilog = MODULE_EPILOGS[name]
@@ -262,12 +289,28 @@ def _knowledge_errors(rules: list[Path]) -> None:
         raise UsageError(f"bad rules file: {exc}") from exc
 
 
+class _collector_off:
+    """Importing the analysis (and loading the knowledge) makes tens of thousands of objects
+    that live until exit and next to no garbage: collections meanwhile are wasted time (one
+    of them ~10% of a small bundle's run, issue 17).  Once frozen, later collections skip
+    them too."""
+
+    def __enter__(self):
+        gc.disable()
+
+    def __exit__(self, *exc):
+        gc.freeze()
+        gc.enable()
+        return False
+
+
 def _analyze(bundle: Path, rules: list[Path], tz: str | None = None, use_gdb: bool = False,
              time_limit: float | None = None, allow_hardlinks: bool = False, jobs: int = 1):
-    from postmortem.bundle import BundleError
-    from postmortem.run import Options, analyze
+    with _collector_off():
+        from postmortem.bundle import BundleError
+        from postmortem.run import Options, analyze
 
-    _knowledge_errors(rules)
+        _knowledge_errors(rules)
     if time_limit is not None and time_limit <= 0:
         raise UsageError("--time-limit must be a positive number of seconds")
     try:
@@ -299,10 +342,10 @@ class _progress:
         self.label, self.status, self.timer = label, None, None
 
     def __enter__(self):
-        import threading
-
         if not sys.stderr.isatty() or os.environ.get("NO_COLOR") == "progress-off":
             return self
+        import threading
+
         try:
             after = float(os.environ.get("POSTMORTEM_PROGRESS_AFTER", PROGRESS_AFTER_S))
         except ValueError:
@@ -330,8 +373,9 @@ class _progress:
 def cmd_analyze(args) -> int:
     from pathlib import Path
 
-    from postmortem.bundle import bundle_name
-    from postmortem.report import RenderOptions, get
+    with _collector_off():
+        from postmortem.bundle import bundle_name
+        from postmortem.report import RenderOptions, get
 
     if args.json == "-" and args.markdown == "-":
         raise UsageError("--json - and --markdown - would both go to stdout: send one of them to a file")

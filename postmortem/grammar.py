@@ -15,11 +15,10 @@ would unpickle from a predictable temporary path.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from pathlib import Path
 
-from postmortem.packaged import packaged
+from postmortem.packaged import packaged, sha256_hex
 
 TABLES = "grammar_tables"
 OPTIONS = {"parser": "lalr", "lexer": "contextual", "maybe_placeholders": False}
@@ -45,7 +44,7 @@ def grammar_names() -> list[str]:
 
 
 def text_digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_hex(text.encode("utf-8"))
 
 
 @functools.lru_cache(maxsize=None)

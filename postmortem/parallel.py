@@ -27,9 +27,7 @@ process: every artifact still gets its own clear message, never a traceback.
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import os
-import signal
 import sys
 import time
 from typing import Callable
@@ -57,7 +55,11 @@ def auto_jobs() -> int:
 def worth_it(entries: list, jobs: int, meter: Meter) -> bool:
     """A pool only for several files of a folder bundle, big enough together, within the
     byte budget as sized on disk, where `fork` exists and the clock is the real one."""
-    if jobs < 2 or len(entries) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if jobs < 2 or len(entries) < 2:
+        return False
+    import multiprocessing  # here: a small bundle never needs it (startup time)
+
+    if "fork" not in multiprocessing.get_all_start_methods():
         return False
     if any(e.disk_path is None or e.size is None for e in entries):
         return False  # archive members share one file object: read in one process
@@ -87,6 +89,8 @@ _STATE: tuple | None = None  # (entries, options, k, read_one, meter) for forked
 
 def _quiet() -> None:
     """A worker: Ctrl-C is the parent's business; nothing of it reaches the terminal."""
+    import signal
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     devnull = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the worker
     sys.stdout = sys.stderr = devnull
@@ -153,6 +157,8 @@ def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable) 
     _STATE = (entries, _without_progress(options), k, read_one, meter)
     _CLASSES.clear()
     _CLASSES.update(got.line_classes)
+    import multiprocessing
+
     ctx = multiprocessing.get_context("fork")
     pipes = [ctx.Pipe(duplex=False) for _ in range(jobs)]
     workers = []

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import re
-import signal as _signal
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Iterable
@@ -270,6 +269,8 @@ def signal_name(events: Iterable[Event]) -> str | None:
             continue
         signo = e.data.get("signo")
         if isinstance(signo, int) and signo > 0:
+            import signal as _signal  # here: the signal module builds its enums when imported
+
             try:
                 return _signal.Signals(signo).name
             except ValueError:

@@ -11,7 +11,7 @@ import io
 from typing import BinaryIO
 
 from postmortem.bundle.entry import ELF_MAGIC, GZIP_MAGIC, MAX_DECOMPRESSED_BYTES, SNIFF_BYTES, CappedReader
-from postmortem.parsers import flightrec
+from postmortem.parsers import flightrec_load as flightrec  # the sniffing half (the parser: only for a dump)
 
 
 def text_encoding(head: bytes) -> str | None:

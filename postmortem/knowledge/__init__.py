@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from postmortem.packaged import packaged
+from postmortem.packaged import packaged, sha256_hex
 
 CATEGORIES = ("config", "comms", "hardware", "unknown")
 ROLES = ("root", "symptom", "context")
@@ -109,9 +109,7 @@ def source_text(name: str) -> str:
 
 
 def text_digest(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_hex(text.encode("utf-8"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -279,7 +277,7 @@ def _builtin() -> Knowledge:
         xids=parse_xids(source("xid.toml"), "xid.toml"),
         messages=messages,
     )
-    validate(k, _samples_checked(k))
+    validate(k, messages if prepared is not None else ())   # (_samples_checked, without digesting again)
     return k
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 import json
-import pkgutil
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -35,6 +35,8 @@ def discover(package: str = __name__, path=None) -> tuple[type[LineParser], ...]
     """Every parser of the package: the LineParser subclasses in the modules of
     `postmortem/parsers/` that set their own `name` and a `prefilter`, ordered by `order`
     (so a new format's module is its registration: no edit here)."""
+    import pkgutil
+
     found: dict[str, type[LineParser]] = {}
     for info in sorted(pkgutil.iter_modules(__path__ if path is None else path), key=lambda m: m.name):
         module = importlib.import_module(f"{package}.{info.name}")
@@ -98,8 +100,8 @@ def index_sources() -> dict[str, str]:
     from pathlib import Path
 
     out = {}
-    for folder in __path__:
-        for f in sorted(Path(folder).glob("*.py")):
+    for folder in __path__:   # listdir, not glob: glob compiles a regex on every start
+        for f in sorted(Path(folder, name) for name in os.listdir(folder) if name.endswith(".py")):
             out[f"parsers/{f.name}"] = f.read_text(encoding="utf-8")
     top = Path(__file__).resolve().parent.parent
     for name in INDEX_ALSO:
@@ -108,13 +110,12 @@ def index_sources() -> dict[str, str]:
 
 
 def index_digest() -> str:
-    import hashlib
+    from postmortem.packaged import sha256_hex
 
-    h = hashlib.sha256(f"python {sys.version_info[0]}.{sys.version_info[1]}\n".encode())
+    parts = [f"python {sys.version_info[0]}.{sys.version_info[1]}\n".encode()]
     for name, text in index_sources().items():
-        h.update(f"{name}\n{len(text)}\n".encode())
-        h.update(text.encode("utf-8"))
-    return h.hexdigest()
+        parts += (f"{name}\n{len(text)}\n".encode(), text.encode("utf-8"))
+    return sha256_hex(b"".join(parts))
 
 
 _INDEX_STATE: list = []   # [the current index's parsers, or None], once looked up
@@ -145,11 +146,11 @@ class _Deferred:
     everything.  Until then it is not busy and finishing it does nothing (the index checks
     both of a fresh instance)."""
 
-    __slots__ = ("name", "_entry", "_path", "_sink", "_real", "_patterns", "gate_start", "gate_words")
+    __slots__ = ("name", "_entry", "_path", "_sink", "_real", "_patterns", "_gates")
 
     def __init__(self, entry: dict, patterns: _Patterns, path: str, sink: Sink) -> None:
         self.name, self._entry, self._path, self._sink, self._real = entry["name"], entry, path, sink, None
-        self._patterns, self.gate_start, self.gate_words = patterns, patterns.gate_start, patterns.gate_words
+        self._patterns, self._gates = patterns, None
 
     def real(self) -> LineParser:
         if self._real is None:
@@ -165,9 +166,13 @@ class _Deferred:
         if self._real is not None:
             return self._real.wants(line)
         text = line.text
-        if self.gate_start is not None or self.gate_words is not None:
-            if not ((self.gate_start is not None and self.gate_start.match(text))
-                    or (self.gate_words is not None and self.gate_words.search(text))):
+        gates = self._gates
+        if gates is None:
+            gates = self._gates = self._patterns.gates()
+        gate_start, gate_words = gates
+        if gate_start is not None or gate_words is not None:
+            if not ((gate_start is not None and gate_start.match(text))
+                    or (gate_words is not None and gate_words.search(text))):
                 return False
         return self._patterns.prefilter().search(text) is not None
 
@@ -180,14 +185,21 @@ class _Deferred:
 
 
 class _Patterns:
-    """An indexed parser's gates, and its prefilter compiled the first time a line passes
-    the gates (the big prefilters are the ones behind gates)."""
+    """An indexed parser's gates, compiled the first time it is offered a line (a bundle
+    whose lines all go to one parser never compiles the others': some gates cost
+    milliseconds), and its prefilter compiled the first time a line passes the gates (the
+    big prefilters are the ones behind gates)."""
 
-    __slots__ = ("gate_start", "gate_words", "_prefilter", "_spec")
+    __slots__ = ("_gates", "_prefilter", "_spec", "_entry")
 
     def __init__(self, entry: dict) -> None:
-        self.gate_start, self.gate_words = _pattern(entry["gate_start"]), _pattern(entry["gate_words"])
+        self._entry, self._gates = entry, None
         self._spec, self._prefilter = entry["prefilter"], None
+
+    def gates(self) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+        if self._gates is None:
+            self._gates = (_pattern(self._entry["gate_start"]), _pattern(self._entry["gate_words"]))
+        return self._gates
 
     def prefilter(self) -> re.Pattern[str]:
         if self._prefilter is None:

@@ -21,8 +21,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import ClassVar, Iterator
 
-from lark.exceptions import LarkError
-
 from postmortem import grammar
 from postmortem.intpool import shared as _shared_index
 from postmortem.model import Event, Fact, Ref, Severity, Stack, Stamp
@@ -167,6 +165,8 @@ class LineParser:
     def parse_line(self, text: str):
         """`text` read by the parser's grammar (through its transformer); None when the
         grammar does not read it."""
+        from lark.exceptions import LarkError  # here, not at the top: lark only once a grammar is used
+
         try:
             return grammar.load(self.grammar_name, transformer=self.transformer).parse(text)
         except LarkError:

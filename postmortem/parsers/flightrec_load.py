@@ -8,9 +8,9 @@ Size is capped before reading.
 """
 from __future__ import annotations
 
+import functools
 import io
 import json
-import pickle
 from typing import Any
 
 MAX_DUMP_BYTES = 512 << 20     # a 2,000-entry dump with Python frames is a few MB
@@ -36,15 +36,23 @@ def looks_like_json_dump(head: bytes) -> bool:
 
 # ------------------------------------------------------------------------------ loading
 
-class _NoObjects(pickle.Unpickler):
-    """An Unpickler that can build builtin containers and scalars only."""
+@functools.cache
+def _no_objects() -> type:
+    """The Unpickler class below, made the first time a pickle is read: importing pickle is
+    a cost of every start otherwise (this module also sniffs every file of a bundle)."""
+    import pickle
 
-    def find_class(self, module: str, name: str) -> Any:
-        raise DumpError(f"the pickle asks to import {module}.{name}; a Flight Recorder dump holds only "
-                        "dicts, lists, strings and numbers, so it was refused and nothing in it was run")
+    class _NoObjects(pickle.Unpickler):
+        """An Unpickler that can build builtin containers and scalars only."""
 
-    def persistent_load(self, pid: Any) -> Any:
-        raise DumpError("the pickle refers to a persistent object; refused, nothing in it was run")
+        def find_class(self, module: str, name: str) -> Any:
+            raise DumpError(f"the pickle asks to import {module}.{name}; a Flight Recorder dump holds only "
+                            "dicts, lists, strings and numbers, so it was refused and nothing in it was run")
+
+        def persistent_load(self, pid: Any) -> Any:
+            raise DumpError("the pickle refers to a persistent object; refused, nothing in it was run")
+
+    return _NoObjects
 
 
 def load(data: bytes) -> dict:
@@ -54,9 +62,11 @@ def load(data: bytes) -> dict:
     if not data.strip():
         raise DumpError("empty file")
     if looks_like_pickle(data[:2]):
+        import pickle
+
         try:
             # a buffered stream: the C unpickler prefetches through peek() instead of one read() per opcode
-            obj = _NoObjects(io.BufferedReader(io.BytesIO(data), buffer_size=1 << 20)).load()
+            obj = _no_objects()(io.BufferedReader(io.BytesIO(data), buffer_size=1 << 20)).load()
         except DumpError:
             raise
         except (pickle.UnpicklingError, EOFError) as exc:

@@ -3,17 +3,16 @@
 Reads the message half of an NCCL line (docs/formats.md, NCCL_DEBUG output): the
 `ncclResult_t` codes and texts, the structured messages of grammars/nccl.lark (Init,
 network selection, version banner, nccl-tests' failure line and device table) turned
-into plain dicts, and the regex fast paths for the two commonest shapes (`file:line ->
-rc` error-chain links and `Channel 00/0 : 0[0] -> 1[1] via P2P/IPC` transport lines),
-which tests check agree with the grammar on every fixture line.
+into plain dicts, and the regex fast paths for the commonest shapes (`file:line -> rc`
+error-chain links, `Channel 00/0 : 0[0] -> 1[1] via P2P/IPC` transport lines, network
+selection and the version banner), which tests check agree with the grammar on every
+fixture line.  The grammar's transformer (and lark) is imported only for a message that
+no fast path reads (nccl_tree.py).
 """
 from __future__ import annotations
 
 import functools
 import re
-
-from lark import Transformer, v_args
-from lark.exceptions import LarkError
 
 from postmortem import grammar
 
@@ -49,6 +48,11 @@ _CHANNEL = re.compile(
 
 _RING = re.compile(r"Channel (?P<channel>\d+)(?:/\d+)? :(?P<ranks>(?: +\d+)*)\s*$")
 _NET_DEVICE = re.compile(r"\[\d+\](\S+)")
+# Fast paths for the network selection and version banner (rules `network`, `version`):
+# every rank prints them, and with them a bundle of NCCL INFO lines needs no lark at all.
+_USING_NETWORK = re.compile(r"Using network (?P<rest>\S.*)")
+_NET_USING = re.compile(r"(?P<name>NET/[\w-]+|Bootstrap) ?: ?Using (?P<rest>\S.*)")
+_VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+[^\s+]*)(?:\+cuda(?P<cuda>\d+(?:\.\d+)*))?")
 
 
 def result_name(text: str) -> str | None:
@@ -69,116 +73,6 @@ def rc_name(rc: int) -> str:
     return NCCL_RESULTS.get(rc, ("unknown result code",))[0]
 
 
-@v_args(inline=True)
-class _ToDict(Transformer):
-    """grammars/nccl.lark trees -> (shape, dict) with plain Python values."""
-
-    def start(self, item):
-        return item
-
-    def init(self, *parts):
-        data: dict = {}
-        ints = []
-        for p in parts:
-            if isinstance(p, tuple):
-                data[p[0]] = p[1]
-            elif p.type == "API":
-                data["api"] = str(p)
-            elif p.type == "HEX":
-                data["comm"] = str(p)
-            elif p.type == "INT":
-                ints.append(int(p))
-            elif p.type == "PHASE":
-                data["phase"] = str(p)
-        data["rank"], data["nranks"], data["cudaDev"] = ints
-        return "init", data
-
-    def rank_tag(self, n):
-        return ("rank_tag", int(n))
-
-    def nvml_dev(self, n):
-        return ("nvmlDev", int(n))
-
-    def bus_id(self, b):
-        return ("busId", str(b))
-
-    def comm_id(self, h):
-        return ("commId", str(h))
-
-    def split_field(self, name, value):
-        return (str(name), str(value))
-
-    def channel(self, channel, *rest):
-        conn = None
-        if isinstance(rest[0], tuple):
-            conn, rest = rest[0][1], rest[1:]
-        src, srcbus, dst, dstbus = rest[:4]
-        direction = rest[4][1] if len(rest) == 6 else None
-        return "channel", _channel_data(channel, conn, src, srcbus, dst, dstbus, direction, str(rest[-1]))
-
-    def conn_index(self, n):
-        return ("conn", str(n))
-
-    def direction(self, d):
-        return ("direction", str(d))
-
-    def ring(self, channel, *rest):
-        ranks = [int(t) for t in rest if not isinstance(t, tuple)]
-        return "ring", {"channel": int(channel), "ring": ranks}
-
-    def chain(self, file, line, *rest):
-        func = thread = None
-        rc = None
-        for p in rest:
-            if isinstance(p, tuple):
-                if p[0] == "func":
-                    func = p[1]
-                else:
-                    thread = p[1]
-            else:
-                rc = int(p)
-        return "chain", {"file": str(file), "line": int(line), "func": func, "rc": rc, "thread": thread}
-
-    def func(self, name):
-        return ("func", str(name))
-
-    def thread(self, name):
-        return ("thread", str(name).strip())
-
-    def version(self, version, cuda=None):
-        return "version", {"version": str(version), "cuda": cuda}
-
-    def cuda(self, v):
-        return str(v)
-
-    def using_network(self, rest):
-        return "network", {"network": str(rest).strip(), "devices": []}
-
-    def net_using(self, name, rest):
-        name = str(name)
-        if name == "NET/Plugin":  # `NET/Plugin: Using internal network plugin.` names no network
-            raise ValueError("not a network selection")
-        network = name.split("/", 1)[1] if name.startswith("NET/") else name
-        return "network", {"network": network, "devices": _NET_DEVICE.findall(str(rest)) or [str(rest).strip()]}
-
-    def test_failure(self, lib, file, line, quoted):
-        msg = str(quoted)[1:-1]
-        return "test_failure", {"lib": lib, "file": str(file), "line": int(line), "msg": msg}
-
-    def failed_lib(self, tok):
-        return str(tok)
-
-    def device_row(self, rank, *rest):
-        if isinstance(rest[0], tuple):
-            rest = rest[1:]
-        pid, host, device, bus, name = rest
-        return "device_row", {"rank": int(rank), "pid": int(pid), "host": str(host), "device": int(device),
-                              "bus": str(bus), "name": str(name).strip()}
-
-    def group(self, n):
-        return ("group", int(n))
-
-
 def _channel_data(channel, conn, src, srcbus, dst, dstbus, direction, via) -> dict:
     via = via.strip()
     transport = via.split("/", 2)
@@ -187,11 +81,6 @@ def _channel_data(channel, conn, src, srcbus, dst, dstbus, direction, via) -> di
     return {"channel": int(channel), "conn": None if conn is None else int(conn), "peer": int(dst),
             "src": int(src), "src_bus": str(srcbus), "peer_bus": str(dstbus),
             "direction": direction, "via": via, "transport": name}
-
-
-_TRANSFORMER = _ToDict()
-
-
 
 
 def parse_message(text: str) -> tuple[str, dict] | None:
@@ -203,12 +92,38 @@ def parse_message(text: str) -> tuple[str, dict] | None:
 @functools.lru_cache(maxsize=4096)
 def _parse_cached(text: str) -> tuple[str, dict] | None:
     # Every rank prints the same `Using network IB`, `NCCL version ...`: parse each text once.
+    return _fast_network(text) or _fast_version(text) or grammar_message(text)
+
+
+def grammar_message(text: str) -> tuple[str, dict] | None:
+    """What grammars/nccl.lark reads in `text`, without the fast paths; None when it is not
+    a structured message."""
     try:
-        return grammar.load("nccl", transformer=_TRANSFORMER).parse(text)
-    except LarkError:
+        from postmortem.parsers.nccl_tree import TRANSFORMER
+
+        return grammar.load("nccl", transformer=TRANSFORMER).parse(text)
+    except Exception:  # noqa: BLE001 - not a structured message (LarkError), or a transformer surprise
         return None
-    except Exception:  # noqa: BLE001 - a transformer surprise costs one line, never the file
+
+
+def _fast_network(msg: str) -> tuple[str, dict] | None:
+    """The grammar's `network` (using_network, net_using) in its printed spacing; None for
+    anything else, which the grammar reads (NET/Plugin names no network: the grammar's None)."""
+    m = _USING_NETWORK.fullmatch(msg)
+    if m is not None:
+        return "network", {"network": m["rest"].strip(), "devices": []}
+    m = _NET_USING.fullmatch(msg)
+    if m is None or m["name"] == "NET/Plugin":
         return None
+    name, rest = m["name"], m["rest"]
+    network = name.split("/", 1)[1] if name.startswith("NET/") else name
+    return "network", {"network": network, "devices": _NET_DEVICE.findall(rest) or [rest.strip()]}
+
+
+def _fast_version(msg: str) -> tuple[str, dict] | None:
+    """The grammar's `version` banner without stray spaces; None for anything else."""
+    m = _VERSION.fullmatch(msg)
+    return None if m is None else ("version", {"version": m["version"], "cuda": m["cuda"]})
 
 
 def fast_chain(msg: str) -> dict | None:

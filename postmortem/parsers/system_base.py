@@ -12,14 +12,19 @@ from __future__ import annotations
 import re
 from typing import Callable, NamedTuple
 
-from lark import Token, Tree
-
 from postmortem.grammar import load
 from postmortem.parsers.base import Line
 from postmortem.sizes import UNITS, parse_printed_size  # noqa: F401 - the format modules read sizes through here
 
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from lark import Token, Tree
+
+
 def tree_tokens(tree: Tree) -> list[Token]:
+    from lark import Token  # here: lark only once a tree is read (rules import iproute's names at startup)
+
     return list(tree.scan_values(lambda v: isinstance(v, Token)))
 
 

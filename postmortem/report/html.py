@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any, Mapping
 
 from postmortem import __version__
 from postmortem.model import Analysis, Artifact, ArtifactStatus, Ref
+from postmortem.packaged import sha256   # hashlib's digests without importing OpenSSL (startup)
 from postmortem.report import collectives_view, svg, timeline_view
 from postmortem.report.context import Context, read_context
 from postmortem.report.jsonout import SCHEMA, finding_json, ref_json
@@ -188,7 +188,7 @@ def _csp(css: str, js: str) -> str:
 
 
 def _sha256(text: str) -> str:
-    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+    return "sha256-" + base64.b64encode(sha256(text.encode("utf-8")).digest()).decode("ascii")
 
 
 @functools.lru_cache(maxsize=None)
@@ -234,7 +234,7 @@ def templates_manifest() -> dict:
     import jinja2
 
     return {"jinja2": jinja2.__version__,
-            "templates": {name: hashlib.sha256(_asset(name).encode("utf-8")).hexdigest() for name in template_names()}}
+            "templates": {name: sha256(_asset(name).encode("utf-8")).hexdigest() for name in template_names()}}
 
 
 def compiled_templates() -> Path | None:

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from postmortem.grammar import load
 from postmortem.model import ClockKind
-from postmortem.parsers import nccl, parse_text
+from postmortem.parsers import nccl, nccl_message, parse_text
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "nccl"
 ALL_FIXTURES = sorted(p for p in FIX.rglob("*") if p.suffix in (".txt", ".log"))
@@ -53,6 +53,67 @@ def test_fast_paths_agree_with_the_grammar(path):
             checked += 1
     if "Channel" in path.read_text() or " -> " in path.read_text():
         assert checked
+
+
+def _messages(path):
+    for text in path.read_text(errors="replace").splitlines():
+        m = nccl._HEADER.match(text.split(") ", 1)[-1] if text.startswith("(") else text)
+        yield (m["msg"] or "") if m else text
+
+
+_WHOLE_FAST_PATHS = (nccl_message._fast_network, nccl_message._fast_version)
+
+
+@pytest.mark.parametrize("path", ALL_FIXTURES, ids=lambda p: str(p.relative_to(FIX)))
+def test_network_and_version_fast_paths_agree_with_the_grammar(path):
+    """Where the network/version fast paths read a message, the grammar reads the same."""
+    for msg in _messages(path):
+        for fast in _WHOLE_FAST_PATHS:
+            got = fast(msg)
+            if got is not None:
+                assert got == nccl_message.grammar_message(msg), msg
+
+
+# Deliberately odd spellings (made here, not real output): each fast path either declines
+# or says what the grammar says.
+_ODD = ["Using network IB", "Using  network IB", "Using network  IB ", "Using networkIB", "Using network ",
+        "Bootstrap : Using eth0:10.0.0.1<0>", "Bootstrap: Using [0]eth0:1.2.3.4<0>", "Bootstrap :Using x",
+        "Bootstrap:Using x", "Bootstrap  : Using x", "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE ; OOB ib0:1<0>",
+        "NET/Plugin : Using internal network plugin.", "NET/IB.x : Using y", "NET/Socket : Using [0]eth0:1<0> ",
+        "NET/IB : Using\ty", "NET/ : Using x", "NCCL version 2.18.3+cuda12.2", "NCCL version 2.7.8+cuda10.2 ",
+        "NCCL version 2.18.3", "NCCL version 2.18.3-1+cuda12.2", "NCCL version 2.18.3+cuda12.2x",
+        "NCCL version 2.18+cuda12.2", "NCCL  version 2.18.3", "NCCL version 2.18.3+cuda", "NCCL version 2.18.3.+cuda1.",
+        "NCCL version 2.18.3 +cuda12.2", "NCCL version 2.18.3+cuda12.2+cuda1"]
+
+
+@pytest.mark.parametrize("msg", _ODD)
+def test_fast_paths_decline_or_agree_on_odd_spellings(msg):
+    for fast in _WHOLE_FAST_PATHS:
+        got = fast(msg)
+        assert got is None or got == nccl_message.grammar_message(msg), msg
+    assert nccl.parse_message(msg) == nccl_message.grammar_message(msg), msg
+
+
+def test_fast_paths_read_the_printed_spellings():
+    assert nccl_message._fast_network("Bootstrap : Using [0]eth1:9.73.133.81<0>") == (
+        "network", {"network": "Bootstrap", "devices": ["eth1:9.73.133.81<0>"]})
+    assert nccl_message._fast_network("Using network IB") == ("network", {"network": "IB", "devices": []})
+    assert nccl_message._fast_version("NCCL version 2.18.3+cuda12.2") == (
+        "version", {"version": "2.18.3", "cuda": "12.2"})
+
+
+_PIECES = st.lists(st.sampled_from(["Using", "network", " ", "  ", "IB", "NET/IB", "NET/Plugin", "Bootstrap", ":",
+                                    "NCCL", "version", "2.18.3", "+cuda", "12.2", ".", "x", "[0]", "eth0", "\t"]),
+                   max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_PIECES)
+def test_fast_paths_decline_or_agree_on_generated_messages(pieces):
+    msg = "".join(pieces)
+    for fast in _WHOLE_FAST_PATHS:
+        got = fast(msg)
+        assert got is None or got == nccl_message.grammar_message(msg), msg
 
 
 def test_ib_completion_error_chain_merged_with_its_warn():

@@ -11,7 +11,6 @@ import re
 
 from postmortem import stacks as stack_code
 from postmortem.classify.rules.base import Rule, died_of, events_of, sign_finding
-from postmortem.knowledge import catalog
 from postmortem.knowledge.registry import KIND, SIGN, deaths, produced_by, registry
 from postmortem.model import Case, Event, Frame, Stack
 
@@ -66,6 +65,8 @@ class AppError(Rule):
             etype = str(e.data.get("type") or "")
             if etype.rsplit(".", 1)[-1] in fallout_types or fallout_text.search(e.text):
                 continue
+            from postmortem.knowledge import catalog  # here, not at the top: startup time (issue 17)
+
             read = catalog.match_message(e.text or "", ("pytorch",))
             if read and read.cause not in ("", catalog.CONTEXT, SIGN.app_exception.cause):
                 if not (read.entry.id in own_code_readings and _raised_in_own_code(case, e)):

@@ -16,7 +16,6 @@ from collections import defaultdict
 
 from postmortem import knowledge
 from postmortem.classify.rules.base import Rule, _repeat, events_of, sign_finding
-from postmortem.knowledge import catalog
 from postmortem.knowledge.registry import KIND, catalog_signal
 from postmortem.model import Event
 
@@ -30,6 +29,8 @@ def _readings() -> dict:
 
 def _hits(e: Event) -> list[catalog.Match]:
     """What the catalogs read on one event's line (only lines of _READ_KINDS are asked)."""
+    from postmortem.knowledge import catalog  # the catalogs' module only for lines it reads (startup)
+
     text = e.text or ""
     if e.kind == KIND.nccl_warn:
         m = catalog.match_nccl(text)
@@ -84,6 +85,8 @@ _LAST_ERROR = re.compile(r"Last error:\s*\n\s*(.{4,400})")
 
 @functools.lru_cache(maxsize=None)
 def _init_failed_reading() -> tuple[re.Pattern[str], catalog.Entry]:
+    from postmortem.knowledge import catalog  # the catalogs' module only for lines it reads (startup)
+
     r = _readings()["nvrm_init_failed"]
     return re.compile(r["regex"]), catalog.Entry("nv_status", "nvrm.init_failed", "RmInitAdapter failed", r["cause"],
                                                  "subsystem", "the driver could not initialise the GPU")
@@ -92,6 +95,8 @@ def _init_failed_reading() -> tuple[re.Pattern[str], catalog.Entry]:
 def _init_failed(text: str, found: list[catalog.Match]) -> list[catalog.Match]:
     """'RmInitAdapter failed! (init:rmStatus:line)': the NV_STATUS number read through its
     catalog entry, else the failure itself, weakly."""
+    from postmortem.knowledge import catalog  # the catalogs' module only for lines it reads (startup)
+
     if "RmInitAdapter" not in text or found:  # a status the line names outright reads it already
         return []
     rx, entry = _init_failed_reading()

@@ -9,7 +9,6 @@ from postmortem import signals
 from postmortem.classify.counter_evidence import _NETWORK_TEXT, _TEARDOWN, carries_another, effective_shm_size
 from postmortem.classify.rules.app import _traceback_of
 from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, events_of, sign_finding
-from postmortem.knowledge import catalog
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
 from postmortem.model import Case, Event, Ref, Stack
 
@@ -366,6 +365,8 @@ class MemoryLimitSet(Rule):
 
 
 def _catalog_cause(text: str) -> str:
+    from postmortem.knowledge import catalog  # here, not at the top: startup time (issue 17)
+
     m = catalog.match_message(text or "", ("pytorch",))
     return m.cause if m else ""
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from postmortem import collectives, stacks as stacklib
+from postmortem import stacks as stacklib
 from postmortem.classify.rules.base import Rule, died_of, events_of, sign_finding
 from postmortem.classify.rules.config import TIMEOUT_KINDS
 from postmortem.knowledge.registry import KIND, SIGN, deaths, registry
@@ -49,6 +49,10 @@ class FlightRecorderHang(Rule):
     id = "flightrec-hang"
 
     def findings(self, case, k, trace):
+        if not any(f.name == "flightrec.dump" for f in case.facts):
+            return []   # (before importing collectives and the Flight Recorder parser: startup time)
+        from postmortem import collectives
+
         traces = collectives.traces_of(case.facts)
         if not traces:
             return []
@@ -173,6 +177,8 @@ def _frames_of(ref: Ref, g) -> str:
 
 
 def _ranks(ranks) -> str:
+    from postmortem import collectives
+
     return collectives._span(ranks)
 
 
