@@ -57,11 +57,14 @@ def clean(raw: str) -> str:
 
 # Could the line start with any wrapper at all?  One match instead of five on most lines.
 _ANY_WRAPPER = re.compile(r"\d{4}-\d\d-\d\dT|\[(?:rank|default)\d|\[\d+,\d+\]<|\d{1,5}: \S|\(|[A-Za-z][\w.-]{0,62}: \S")
+# iproute2's interface header `2: eth0: <BROADCAST,UP> mtu 1500 ...` is an index and a name,
+# not an srun rank and a pdsh host (ip/ipaddress.c print_linkinfo).
+_IP_LINK_HEADER = re.compile(r"^\d+: [^\s:]+: <[A-Z0-9_,-]*> mtu \d+")
 
 
 def strip(text: str) -> tuple[str, int | None, str | None, Stamp | None]:
     """Return (text, rank, host, stamp) with every recognised wrapper removed."""
-    if not _ANY_WRAPPER.match(text):
+    if not _ANY_WRAPPER.match(text) or _IP_LINK_HEADER.match(text):
         return text, None, None, None
     rank: int | None = None
     host: str | None = None

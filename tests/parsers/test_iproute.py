@@ -67,3 +67,21 @@ def test_lines_that_only_look_alike_are_not_interfaces():
              "3: worker: starting"]
     result = parse_text("train.log", lines)
     assert not [f for f in result.sink.facts if f.name == FACT]
+
+
+def test_ordinary_interface_names_of_a_host_are_read():
+    # `4: eth0: <...> mtu 1400` is an index and a name, not an srun rank and a pdsh host prefix
+    addr = _interfaces(SYSTEM / "ip_addr_host.txt")
+    assert {"lo", "eth0", "ifb0", "ifb1"} <= set(addr)
+    eth0 = addr["eth0"][0]
+    assert eth0["admin_up"] is True and eth0["carrier"] is True and eth0["mtu"] == 1400
+    assert "192.0.2.2/24" in eth0["addresses"]
+    assert addr["ifb0"][0]["admin_up"] is False
+    link = _interfaces(SYSTEM / "ip_s_link_host.txt")
+    assert link["eth0"][0]["counters"]["rx_errors"] == 0 and link["eth0"][0]["counters"]["tx_packets"] > 0
+
+
+def test_an_interface_header_carries_no_rank():
+    result = parse_text("ip_addr.txt", ["2: ens1f0np0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc mq state UP"])
+    facts = [f for f in result.sink.facts if f.name == FACT]
+    assert [f.value["name"] for f in facts] == ["ens1f0np0"]
