@@ -184,9 +184,11 @@ def test_timeouts_on_every_rank_alone_stay_a_timeout(tmp_path):
     assert v.cause == "nccl_timeout", v.trace
 
 
-def test_timeouts_beside_an_interface_without_carrier_are_the_network(tmp_path):
+def test_timeouts_beside_an_interface_without_carrier_only_lean_to_the_network(tmp_path):
+    # the timeouts are the symptom the interface would explain, not a second sign: one weak
+    # interface observation (not shown to be the job's) is a lean, not a claim
     v = _verdict(tmp_path, {**_ALL_TIMED_OUT, "ip_addr.txt": _ip("ip_addr_nocarrier.txt")})
-    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+    assert v.cause != "nccl_network", v.trace
     assert any("interface pma had no link" in t for t in v.trace)
 
 

@@ -147,7 +147,9 @@ class CatalogReadings(Rule):
             if cause == "app_error" and entry.catalog == "cuda" and hardware_xid:
                 role = "symptom"  # the GPU's own fault (a hardware Xid) explains the CUDA error
                 trace.append(f"{self.id}: {entry.name} after hardware Xid {hardware_xid}: fallout, not the job's code")
-            w = _repeat(sign.weight, len(events))
+            # More lines of a specific message add a little; repeats of a subsystem-only reading
+            # stay one weak sign (readings.toml: a weak sign never claims alone).
+            w = _repeat(sign.weight, len(events)) if strength == "specific" else sign.weight
             what = details[(eid, cause, strength)] or entry.message or entry.name
             summary = (f"{len(events)} line(s) the {entry.catalog} catalog reads as {k.causes[cause].title}: "
                        f"{what[:120]} ({entry.why}; {strength})")
