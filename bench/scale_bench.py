@@ -10,7 +10,8 @@ Every bundle is built in a temporary folder from real NCCL lines of the fixtures
 
 * ranks512: 512 `nccl_rank*.log` files of 3,000 real-format INFO lines each (~161 MB), one
   real `NET/IB : Got completion ... with error` WARN on rank 171;
-* big: the same lines joined into one ~1 GB file (2,048 ranks);
+* big: the same lines joined into one file (2,048 ranks, 564 MB; `--big-ranks 3634` for 1.0 GB),
+  read with --jobs 0 as newline-aligned ranges on every core (postmortem/ranges.py);
 * dense: 38.5 MB of every NCCL line of the corpus (WARNs and error chains included);
 * small: 2,000 files of ~6.5 KB;
 * oneline: a bundle of one NCCL line;
@@ -146,19 +147,23 @@ def run(cmd: list[str], cwd: Path) -> tuple[float, float, float, bytes]:
     # Output to a pipe, read: GNU grep with stdout on /dev/null stops at the first match.
     proc = subprocess.Popen(timed, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     peak = [0]
+    import threading
+
+    done = threading.Event()
 
     def sample() -> None:
-        while proc.poll() is None:
+        # Not proc.poll(): it would reap the child before os.wait4 reads its usage.
+        while not done.is_set():
             peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
             time.sleep(0.02)
-
-    import threading
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     out = proc.stdout.read()  # type: ignore[union-attr]
     _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
+    done.set()
     sampler.join()
     LAST_TREE_MIB = peak[0] / 1024
     if timed is cmd:
