@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import multiprocessing
 import time
 from typing import Callable
 
@@ -53,8 +52,11 @@ LAST: list[str] = []         # what the last `read` did, in words (tests, bench)
 def splits(entry, jobs: int, meter: Meter) -> bool:
     """A big plain file of a folder (the caller checked it goes through the scanning stage),
     several cores, `fork`, the real clock, and the whole file within the byte budget."""
-    return (jobs >= 2 and entry.disk_path is not None and entry.size is not None
-            and entry.size >= MIN_BYTES and "fork" in multiprocessing.get_all_start_methods()
+    if not (jobs >= 2 and entry.disk_path is not None and entry.size is not None and entry.size >= MIN_BYTES):
+        return False
+    import multiprocessing  # only for a file big enough to split: its import is ~6 ms of every start
+
+    return ("fork" in multiprocessing.get_all_start_methods()
             and meter.clock is time.monotonic and not meter.stopped
             and meter.bytes + entry.size <= meter.budget.bytes)
 
@@ -250,6 +252,8 @@ def read(entry, lines, got, k, jobs: int):
         spans = cuts(f, entry.size, jobs)
     if len(spans) < 2:
         return _not_split("no place to cut")
+    import multiprocessing
+
     ctx = multiprocessing.get_context("fork")
     workers, pipes = [], []
     done = False

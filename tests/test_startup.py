@@ -36,6 +36,7 @@ def test_a_one_line_analysis_imports_no_archive_reader_template_engine_or_unneed
     loaded = _modules_after(tmp_path, "analyze", "b", "--html", "-", "--json", "v.json", "-q")
     assert "postmortem.parsers.nccl" in loaded
     unneeded = {"tarfile", "zipfile", "gzip", "importlib.resources", "jinja2", "rich", "dateutil", "elftools",
+                "multiprocessing",   # only for big bundles (parallel.py) and big files (ranges.py)
                 "tomllib", "postmortem.bundle.tar", "postmortem.bundle.zip"}
     from postmortem import parsers
 
