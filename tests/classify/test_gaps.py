@@ -177,3 +177,43 @@ def test_an_intel_nic_link_down_is_its_own_entry():
     from postmortem.knowledge import catalog as C
     hit = C.match_message("[ 812.334455] e1000e 0000:00:1f.6 eno1: NIC Link is Down")
     assert hit is not None and hit.entry.id == "k.intel_nic_link_down"
+
+
+# ---------------------------------------------------------------- (e) gloo: one failure, and a refusal by a live peer
+
+_LOOP = FIXTURES / "validation22/lab4-hostname-loopback-gloo/bundle"   # real lab bundle: hostname -> 127.0.1.1
+
+
+def _loop(*names: str) -> dict[str, str]:
+    return {n: (_LOOP / n).read_text(encoding="utf-8") for n in names}
+
+
+def test_a_refusal_while_the_peer_still_waited_is_the_network_setup(tmp_path):
+    v = _bundle(tmp_path, _loop("node0.log", "node1.log"))
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+    assert v.root.rule == "refused-while-peer-waited" and "127.0.1.1 is a loopback address" in v.root.summary
+
+
+def test_a_refusal_with_no_sign_of_a_live_peer_is_not_read_as_setup(tmp_path):
+    # Near miss: rank 0's log alone -- the peer may simply be gone.
+    v = _bundle(tmp_path, _loop("node0.log"))
+    assert not any(f.rule == "refused-while-peer-waited" for f in (v.root, *v.alternatives, *v.symptoms) if f), v.trace
+
+
+def test_a_refusal_beside_a_dead_process_is_not_read_as_setup(tmp_path):
+    # Near miss: the same two logs plus a real torchrun record of a rank killed by SIGKILL.
+    log = (FIXTURES / "bundles/lab-flightrec-sigkill/bundle/train.log").read_text(encoding="utf-8")
+    v = _bundle(tmp_path, _loop("node0.log", "node1.log") | {"train.log": log})
+    assert not any(f.rule == "refused-while-peer-waited" for f in (v.root, *v.alternatives, *v.symptoms) if f), v.trace
+
+
+def test_gloo_per_attempt_lines_and_the_connectfullmesh_wrapper_are_one_sign():
+    from postmortem.classify import _independent_signs
+    from postmortem.model import Finding, Category, Ref
+    def f(sign, line):
+        return Finding(cause="nccl_network", category=Category.COMMS, confidence=0.3, rule="r", summary="",
+                       evidence=(Ref(path="node0.log", line=line, text="x"),), strength="weak", signal=sign)
+    signs = _independent_signs([f("msg.gloo_connect_failed", 3), f("catalog.pt.gloo_connect_full_mesh", 7)])
+    assert signs == ["msg.gloo_connect_failed"]
+    # Near miss: two different failures still count twice
+    assert len(_independent_signs([f("msg.gloo_connect_failed", 3), f("msg.gloo_loopback_fallback", 1)])) == 2
