@@ -217,3 +217,28 @@ def test_gloo_per_attempt_lines_and_the_connectfullmesh_wrapper_are_one_sign():
     assert signs == ["msg.gloo_connect_failed"]
     # Near miss: two different failures still count twice
     assert len(_independent_signs([f("msg.gloo_connect_failed", 3), f("msg.gloo_loopback_fallback", 1)])) == 2
+
+
+# ---------------------------------------------------------------- (d) one-line NCCL version errors
+
+# NCCL src/init.cc (v2.27.3, v2.30.7): WARN("Mismatched NCCL version detected : rank %d version %d rank %d version %d")
+_MISMATCH = "node1:1234:1234 [0] init.cc:1043 NCCL WARN Mismatched NCCL version detected : rank {} version {} rank {} version {}"
+
+
+def test_nccls_own_mismatch_warning_alone_is_the_version_mismatch(tmp_path):
+    v = _bundle(tmp_path, {"nccl.log": _MISMATCH.format(0, 22703, 1, 21903) + "\n"})
+    assert v.cause == "nccl_version_mismatch", v.trace
+
+
+def test_invalid_usage_with_one_nccl_version_is_not_read_as_a_mismatch(tmp_path):
+    # Near miss: torch's 'NCCL error in: ..., invalid usage, NCCL version X' (ProcessGroupNCCL.cpp
+    # C10D_NCCL_CHECK) from two ranks on the same version -- the application's misuse, not versions.
+    line = ("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, invalid usage, "
+            "NCCL version 2.19.3\nncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n")
+    v = _bundle(tmp_path, {"node0.log": line, "node1.log": line})
+    assert v.cause != "nccl_version_mismatch", v.trace
+    # ... and the same lines with two versions are
+    other = line.replace("2.19.3", "2.18.1")
+    (tmp_path / "two").mkdir()
+    v = _bundle(tmp_path / "two", {"node0.log": line, "node1.log": other})
+    assert v.cause == "nccl_version_mismatch", v.trace
