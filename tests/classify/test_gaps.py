@@ -242,3 +242,19 @@ def test_invalid_usage_with_one_nccl_version_is_not_read_as_a_mismatch(tmp_path)
     (tmp_path / "two").mkdir()
     v = _bundle(tmp_path / "two", {"node0.log": line, "node1.log": other})
     assert v.cause == "nccl_version_mismatch", v.trace
+
+
+_EFA = FIXTURES / "validation22/efa-libfabric-enomem-post-rx-buffers-memlock-65536-07/bundle/stderr.txt"  # public, verbatim
+
+
+def test_the_efa_providers_enomem_alone_only_leans_to_the_memlock_limit(tmp_path):
+    v = _bundle(tmp_path, {"stderr.txt": _EFA.read_text(encoding="utf-8")})
+    assert v.cause == "unknown" and v.alternatives and v.alternatives[0].cause == "memlock_limit", v.trace
+    assert any("ulimit" in c for c in v.collect)
+
+
+def test_the_efa_providers_enomem_with_a_finite_memlock_limit_measured_is_claimed(tmp_path):
+    # Composed at test time: the public EFA lines beside the lab bundle's real `ulimit -a`.
+    files = {"stderr.txt": _EFA.read_text(encoding="utf-8"), "ulimit.txt": (_MLOCK / "ulimit.txt").read_text(encoding="utf-8")}
+    v = _bundle(tmp_path, files)
+    assert v.cause == "memlock_limit", v.trace
