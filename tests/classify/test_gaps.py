@@ -258,3 +258,58 @@ def test_the_efa_providers_enomem_with_a_finite_memlock_limit_measured_is_claime
     files = {"stderr.txt": _EFA.read_text(encoding="utf-8"), "ulimit.txt": (_MLOCK / "ulimit.txt").read_text(encoding="utf-8")}
     v = _bundle(tmp_path, files)
     assert v.cause == "memlock_limit", v.trace
+
+
+# ---------------------------------------------------------------- the job's own assert() (SIGABRT)
+
+_ASSERT = FIXTURES / "validation22/lab4-hashed-ids-assert-core/bundle"   # real lab bundle, core read by gdb
+
+
+def _assert_files(**replace: str) -> dict[str, str]:
+    names = ("torchrun.log", "gdb_bt.txt", "logs/attempt_0/0/stderr.log", "logs/attempt_0/1/stderr.log")
+    files = {n: (_ASSERT / n).read_text(encoding="utf-8") for n in names}
+    files.update(replace)
+    return files
+
+
+def _bundle_tree(tmp_path: Path, files: dict[str, str]):
+    bundle = tmp_path / "bundle"
+    for name, text in files.items():
+        (bundle / name).parent.mkdir(parents=True, exist_ok=True)
+        (bundle / name).write_text(text, encoding="utf-8")
+    return analyze(bundle).verdict
+
+
+def test_sigabrt_from_glibc_assert_in_the_jobs_extension_is_the_jobs_code(tmp_path):
+    v = _bundle_tree(tmp_path, _assert_files())
+    assert (v.category.value, v.cause) == ("config", "app_error"), v.trace
+    assert "SIGABRT in segment_sum" in v.root.summary
+
+
+def test_sigabrt_without_an_assert_in_the_jobs_code_is_not_read_as_it(tmp_path):
+    # Near miss: the same logs with a real gdb backtrace of a process that called abort() from its
+    # signal handler (fixtures/gdb/gdb-handler.txt): a library's or handler's abort, no assert.
+    handler = (FIXTURES / "gdb/gdb-handler.txt").read_text(encoding="utf-8")
+    v = _bundle_tree(tmp_path, _assert_files(**{"gdb_bt.txt": handler}))
+    assert not any("SIGABRT in" in f.summary for f in (v.root, *v.alternatives, *v.symptoms) if f), v.trace
+
+
+def test_a_function_ctypes_called_is_the_jobs_own_native_code(tmp_path):
+    # Real lab bundle: rank's gather_rows (its own C helper, via ctypes) segfaulted; gdb names
+    # no module for it, only libffi's trampoline above it.
+    files = {n: (FIXTURES / "validation21/lab3-ctypes-gather-segv-core/bundle" / n).read_text(encoding="utf-8")
+             for n in ("gdb_bt.txt", "train.log")}
+    v = _bundle(tmp_path, files)
+    assert v.cause == "app_error" and "gather_rows" in v.root.summary, v.trace
+
+
+def test_the_c_library_under_ctypes_is_not_the_jobs_code():
+    # Near miss (frames built at test time in gdb's shape): ctypes.string_at(0) faults in glibc's
+    # memmove, which libffi called -- the C library, not the job's code.
+    from postmortem.classify.rules.app import _own_frames
+    from postmortem.model import Frame
+    libc = Frame(function="__memmove_avx_unaligned_erms", file="../sysdeps/x86_64/multiarch/memmove-vec-unaligned-erms.S")
+    ffi = Frame(function=None, module="/lib/x86_64-linux-gnu/libffi.so.8")
+    assert _own_frames([libc, ffi]) == []
+    own = Frame(function="gather_rows", file="/src/ext/fastgather.c", line=8)
+    assert _own_frames([own, ffi]) == [own]
