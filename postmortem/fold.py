@@ -93,6 +93,10 @@ def fold(events: Sequence[Event]) -> tuple[list[Event], int]:
     for at, data in grown.items():
         data[MEMBERS] = tuple(data[MEMBERS])
         out[at] = dataclasses.replace(out[at], data=data)
+    for at in leaders.values():  # folded while reading (NcclParser.shared_plain): a list until now
+        data = out[at].data
+        if type(data.get(MEMBERS)) is list:
+            data[MEMBERS] = tuple(data[MEMBERS])  # type: ignore[index]
     return out, away
 
 

@@ -47,6 +47,7 @@ class _Collected(Sink):
     artifacts: list[Artifact] = field(default_factory=list)
     meter: Meter = field(default_factory=Meter)
     line_classes: dict[str, int] = field(default_factory=dict)  # scan.scan_text's `shared`
+    plain_leaders: dict[str, dict] = field(default_factory=dict)  # scan.scan_text's `plain`
 
 
 def analyze(path: Path, options: Options = Options()) -> Analysis:
@@ -96,7 +97,7 @@ def _read_one(entry: bundle.Entry, got: _Collected, options: Options, k) -> None
     if options.progress:
         options.progress(entry.path)
     got.artifacts.append(_noted(entry, _read_entry(entry, got, options, k)))
-    meter.events = len(got.events)
+    meter.events = len(got.events) + got.folded
 
 
 def _noted(entry: bundle.Entry, art: Artifact) -> Artifact:
@@ -180,10 +181,11 @@ def _read_content(entry, stream, kind: str, got: _Collected, options: Options, b
                 result = ranges.read(entry, lines, got, k, jobs)
             if result is None:
                 result = scan.scan_text(entry.path, lines, host=entry.host, k=k, numbering=got.numbering,
-                                        meter=got.meter, shared=got.line_classes)
+                                        meter=got.meter, shared=got.line_classes, plain=got.plain_leaders)
         else:
             result = parse_text(entry.path, lines, host=entry.host, k=k, numbering=got.numbering, meter=got.meter)
         got.events.extend(result.sink.events)
+        got.folded += result.sink.folded
         got.stacks.extend(result.sink.stacks)
         got.facts.extend(result.sink.facts)
         said = []
