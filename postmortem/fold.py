@@ -18,7 +18,8 @@ Here the copies from later files are folded into the bundle's first event of the
   stands for besides itself, and `fold_members` (a tuple, so the JSON leaves it out)
   holds each folded copy's (path, line, host, pid, tid, rank) in reading order, so the
   timeline rows keep their full counts, rank, host and source sets (report/rows.py);
-* events without a time only: a folded copy would lose its place on the clock.
+* never in an artifact with a printed time: its untimed lines are placed between its
+  timed ones, and a folded copy would lose that place.
 
 `fold` is associative (a worker folds its group's files, the parent folds the groups
 again: tests/test_fold.py) and takes events in reading order.
@@ -58,24 +59,44 @@ def fold(events: Sequence[Event]) -> tuple[list[Event], int]:
     """The events with each foldable copy folded into the first event of its shape from
     another artifact, and how many events were folded away.  Copies within one artifact
     are the parser's business (they are one event already)."""
+    kept, away = _folded(events)
+    return [e for _, e in kept], away
+
+
+def fold_parts(events: Sequence[Event], ends: Sequence[int]) -> tuple[list[list[Event]], int]:
+    """fold() of `events`, cut back into the parts that end at `ends` (indices into
+    `events`): what each part keeps."""
+    kept, away = _folded(events)
+    parts: list[list[Event]] = [[] for _ in ends]
+    p = 0
+    for i, e in kept:
+        while i >= ends[p]:
+            p += 1
+        parts[p].append(e)
+    return parts, away
+
+
+def _folded(events: Sequence[Event]) -> tuple[list[tuple[int, Event]], int]:
+    """(index, event) of every event kept, a folded one with its new data; how many folded away."""
+    timed = {e.ref.path for e in events if e.stamp is not None}  # placed between timed lines: never folded
     leaders: dict[str, int] = {}        # shape -> index in `out` of its first event
     grown: dict[int, dict] = {}         # index in `out` -> the leader's new data
-    out: list[Event] = []
+    out: list[tuple[int, Event]] = []
     away = 0
-    for e in events:
-        if not foldable(e):
-            out.append(e)
+    for i, e in enumerate(events):
+        if not foldable(e) or e.ref.path in timed:
+            out.append((i, e))
             continue
         shape = _SHAPE.sub("#", e.data["msg"])
         at = leaders.get(shape)
-        if at is None or out[at].ref.path == e.ref.path:
+        if at is None or out[at][1].ref.path == e.ref.path:
             if at is None:
                 leaders[shape] = len(out)
-            out.append(e)
+            out.append((i, e))
             continue
         data = grown.get(at)
         if data is None:
-            lead = out[at].data
+            lead = out[at][1].data
             data = grown[at] = {**lead, "pids": list(lead["pids"]), FOLDED: lead.get(FOLDED, 0),
                                 MEMBERS: list(lead.get(MEMBERS, ()))}
         more = e.data
@@ -92,11 +113,8 @@ def fold(events: Sequence[Event]) -> tuple[list[Event], int]:
         away += 1
     for at, data in grown.items():
         data[MEMBERS] = tuple(data[MEMBERS])
-        out[at] = dataclasses.replace(out[at], data=data)
-    for at in leaders.values():  # folded while reading (NcclParser.shared_plain): a list until now
-        data = out[at].data
-        if type(data.get(MEMBERS)) is list:
-            data[MEMBERS] = tuple(data[MEMBERS])  # type: ignore[index]
+        i, e = out[at]
+        out[at] = (i, dataclasses.replace(e, data=data))
     return out, away
 
 

@@ -47,7 +47,7 @@ class _Collected(Sink):
     artifacts: list[Artifact] = field(default_factory=list)
     meter: Meter = field(default_factory=Meter)
     line_classes: dict[str, int] = field(default_factory=dict)  # scan.scan_text's `shared`
-    plain_leaders: dict[str, dict] = field(default_factory=dict)  # scan.scan_text's `plain`
+    folded: int = 0   # events folded into others by the workers (fold.py): budgets count them
 
 
 def analyze(path: Path, options: Options = Options()) -> Analysis:
@@ -181,11 +181,10 @@ def _read_content(entry, stream, kind: str, got: _Collected, options: Options, b
                 result = ranges.read(entry, lines, got, k, jobs)
             if result is None:
                 result = scan.scan_text(entry.path, lines, host=entry.host, k=k, numbering=got.numbering,
-                                        meter=got.meter, shared=got.line_classes, plain=got.plain_leaders)
+                                        meter=got.meter, shared=got.line_classes)
         else:
             result = parse_text(entry.path, lines, host=entry.host, k=k, numbering=got.numbering, meter=got.meter)
         got.events.extend(result.sink.events)
-        got.folded += result.sink.folded
         got.stacks.extend(result.sink.stacks)
         got.facts.extend(result.sink.facts)
         said = []

@@ -410,7 +410,7 @@ class _Reader:
         self.repeats = meter.budget.repeats if meter is not None else None
         for data in blocks(lines._chunks(), block_bytes):  # noqa: SLF001 - the budgeted byte source
             if meter is not None:
-                if meter.events + len(self.sink.events) + self.sink.folded > meter.budget.events:
+                if meter.events + len(self.sink.events) > meter.budget.events:
                     meter.stop(f"event budget of {meter.budget.events} events reached")
                 if meter.out_of_time():
                     return f"stopped at line {self.n}: {meter.stopped}"
@@ -430,14 +430,10 @@ def applies(entry: bundle.Entry, compressed: bool, encoding: str | None) -> bool
 
 def scan_text(path: str, lines: bundle.Lines, host: str | None = None, k: knowledge.Knowledge | None = None,
               numbering: Iterator[int] | None = None, meter: Meter | None = None,
-              block_bytes: int = BLOCK_BYTES, shared: dict[str, int] | None = None,
-              plain: dict[str, dict] | None = None) -> TextResult:
+              block_bytes: int = BLOCK_BYTES, shared: dict[str, int] | None = None) -> TextResult:
     """Read one text artifact through the scanning stage; the same result as parse_text.
     `lines` supplies the bytes (bundle.Lines keeps the bundle's byte and time budget and
     notes a stream that breaks off) and receives the count of cut lines.  `shared`: one
-    dict per analysis (and knowledge) for classes of lines shared between its files;
-    `plain`: one dict per reading for the routine INFO events other files' copies fold
-    into (NcclParser.shared_plain, fold.py)."""
+    dict per analysis (and knowledge) for classes of lines shared between its files."""
     reader = _Reader(path, host, k, numbering, shared)
-    reader.nccl.shared_plain = plain
     return reader.finish(reader.read(lines, meter, block_bytes))

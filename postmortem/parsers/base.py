@@ -57,8 +57,6 @@ class Sink:
     problems: list[str] = field(default_factory=list)
     # Numbers events in reading order across the whole bundle: the pipeline shares one between sinks.
     numbering: Iterator[int] = field(default_factory=itertools.count)
-    # Events folded into another artifact's event instead of made here (fold.py): budgets count them.
-    folded: int = 0
     _line: Line | None = field(default=None, repr=False, compare=False)
     _ref: Ref | None = field(default=None, repr=False, compare=False)
 

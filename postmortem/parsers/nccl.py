@@ -27,7 +27,6 @@ from sys import intern as _intern
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from postmortem import fold
 from postmortem.model import ClockKind, Severity, Stamp
 from postmortem.parsers.base import Line, LineParser, emit
 from postmortem.parsers.nccl_message import (  # noqa: F401 - also this module's interface
@@ -157,9 +156,6 @@ class NcclParser(LineParser):
         self.repeat_target: dict | None = None
         self._rings: set[tuple] = set()
         self._plain: dict[str, dict] = {}  # message shape -> data of its first nccl.info event
-        # Message shape -> data of the bundle's first foldable plain nccl.info event, shared by
-        # the artifacts of one reading (scan.py): a later file's copy folds into it (fold.py).
-        self.shared_plain: dict[str, dict] | None = None
 
     def feed(self, line: Line) -> bool:
         self.repeat_target = None
@@ -327,28 +323,10 @@ class NcclParser(LineParser):
             if where["pid"] is not None and len(seen["pids"]) < _MAX_LISTED and where["pid"] not in seen["pids"]:
                 seen["pids"].append(where["pid"])
             return
-        shared = self.shared_plain
-        foldable = shared is not None and where["stamp"] is None and line.rank is None
-        if foldable and shape in shared:  # another file's event says it: this copy folds into it
-            seen = self._plain[shape] = shared[shape]
-            if fold.FOLDED not in seen:
-                seen[fold.FOLDED], seen[fold.MEMBERS] = 0, []
-            seen[fold.FOLDED] += 1
-            seen[fold.MEMBERS].append((line.path, line.no, where["host"], where["pid"], where["tid"], None))
-            self.sink.folded += 1
-            next(self.sink.numbering)  # the number its own event would have had: the same seqs either way
-            seen["count"] += 1
-            self.repeat_target = seen
-            pid = where["pid"]
-            if pid is not None and len(seen["pids"]) < _MAX_LISTED and pid not in seen["pids"]:
-                seen["pids"].append(pid)
-            return
         ev = self.sink.event(line, "nccl.info", Severity.INFO, **where, msg=msg, dev=dev, count=1,
                              pids=[where["pid"]] if where["pid"] is not None else [])
         self._plain[shape] = ev.data  # type: ignore[assignment]
         self.repeat_target = ev.data
-        if foldable:
-            shared[shape] = ev.data  # type: ignore[index]
 
     def _transport(self, line: Line, channel: dict, where: dict, dev: int | None) -> None:
         """One event per distinct connection of a process; its `channels` list grows.
