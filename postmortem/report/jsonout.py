@@ -91,7 +91,7 @@ def listed_events(events: list[Event] | Digest, cited: set, keys: list[tuple] | 
     all_events = d.events if d is not None else events
     # Copies folded into one event (fold.py) are not listed one by one either.
     folded = sum(map(len, d.folded().values())) if d is not None else 0
-    if len(all_events) <= MAX_TIMELINE_EVENTS:
+    if len(all_events) + folded <= MAX_TIMELINE_EVENTS:   # the bundle's events, folded copies included
         return list(all_events), folded
     if d is None:
         per_row: dict[tuple, int] = {}
