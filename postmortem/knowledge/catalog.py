@@ -143,6 +143,12 @@ def _nccl_index() -> tuple[dict[tuple[str, str], tuple[Entry, ...]], dict[str, t
             data["errno_readings"])
 
 
+@functools.lru_cache(maxsize=None)
+def _nccl_errno_not_when() -> dict[str, dict[str, str]]:
+    """Errno readings that do not hold when the line names a call (regex): tools/catalogs/gen_nccl.py ERRNO_NOT_WHEN."""
+    return _catalog("nccl")[0].get("errno_not_when", {})
+
+
 def _fixed_head(fmt: str) -> str:
     """The literal start of a printf format (up to the first conversion or macro argument)."""
     m = re.search(r"%|\x00", fmt)
@@ -177,6 +183,11 @@ def match_nccl(line: str) -> Match | None:
     # An errno text on the line reads the failure (ENOSPC in shm, ENOMEM registering IB memory).
     for text_, reading in errnos.get(subsystem, {}).items():
         if text_ in text:
+            unless = _nccl_errno_not_when().get(subsystem, {}).get(text_)
+            if unless and re.search(unless, text):
+                # the errno of a call its mechanism does not govern: no reading (nor the subsystem's)
+                cause, strength, detail = CONTEXT, "subsystem", f"{text_} (not read: {unless})"
+                break
             cause, strength, detail = reading, "specific", text_
             break
     else:

@@ -92,6 +92,14 @@ ERRNO_READINGS = {  # strerror text -> cause, for entries marked 'errno'
            "Bad address": "nccl_network", "No such device": "nccl_network", "Connection timed out": "nccl_network"},
 }
 
+# Readings above that do not hold when the line names a call the mechanism does not govern
+# (regex on the line): ENOMEM reads as the memlock limit because ib_umem_get (Linux
+# drivers/infiniband/core/umem.c) charges pinned pages to RLIMIT_MEMLOCK; ibv_reg_dmabuf_mr goes
+# through umem_dmabuf.c ib_umem_dmabuf_get, which charges nothing (audit 5 H1).
+ERRNO_NOT_WHEN = {
+    "ib": {"Cannot allocate memory": r"\bibv_reg_dmabuf_mr\b"},
+}
+
 # A CUDA error NCCL's own call returns that can only mean NCCL's binary holds no kernel this GPU
 # can run: the calls NCCL checks with CUDACHECK on a device-function handle (enqueue.cc
 # ncclInitKernelsForDevice: cudaFuncGetAttributes / cudaFuncSetAttribute on every kernel of
@@ -236,6 +244,7 @@ def main(argv: list[str]) -> int:
         "commits": commits, "generator": "tools/catalogs/gen_nccl.py",
         "file_rules": [{"path": rx, "subsystem": s, "cause": c} for rx, s, c in FILE_RULES],
         "errno_readings": ERRNO_READINGS,
+        "errno_not_when": ERRNO_NOT_WHEN,
         "cuda_readings": {"readings": CUDA_READINGS, "files": sorted(kernel_files), "why": CUDA_READINGS_WHY},
         "versions": {t: len(v) for t, v in per_version.items()},
         "results": results(repo, NEWEST),

@@ -92,15 +92,17 @@ class AppError(Rule):
     def _exception_finding(self, case: Case, k, e: Event, trace: list[str]):
         stack = _traceback_of(case, e)
         own = [f for f in (stack.frames if stack else ()) if _own_frame(f)]
+        raised_own = _raised_in_own_code(case, e)
         where = _who(e)
         top = ", ".join(_frame_text(f) for f in (own or list(stack.frames if stack else ()))[:3])
         summary = (f"{where} raised {str(e.data.get('type') or 'an exception')}: "
                    f"{str(e.data.get('message') or '').strip()[:160]}" + (f" — in {top}" if top else ""))
-        signs = (SIGN.app_exception_in_own_code,) if own else ()
-        trace.append(f"{self.id}: uncaught exception at {e.ref.describe()} ({'in the job''s own frames' if own else 'no own frame seen'})")
+        trace.append(f"{self.id}: uncaught exception at {e.ref.describe()} "
+                     f"({'raised in the job' + chr(39) + 's own code' if raised_own else 'raised outside the job' + chr(39) + 's own code'})")
         refs = (stack.ref,) if stack else ()
-        return sign_finding(k, SIGN.app_exception, self.id, summary, [e], str(e.data.get("type") or "exception"),
-                            extra_refs=refs, combined=signs)
+        # One exception is one sign: where it was raised qualifies it, it is no second observation.
+        sign = SIGN.app_exception_in_own_code if raised_own else SIGN.app_exception
+        return sign_finding(k, sign, self.id, summary, [e], str(e.data.get("type") or "exception"), extra_refs=refs)
 
     def _native_finding(self, case: Case, k, e: Event, trace: list[str]):
         signal = next(s for s in (*_param(SIGN.app_native_fault.id, "signals"), *_param(SIGN.app_native_fault.id, "abort_signals"))
@@ -108,12 +110,14 @@ class AppError(Rule):
         crashed = stack_code.crashing(case.stacks, case.events)
         asserted = _assert_caller(crashed) if crashed and signal in _param(SIGN.app_native_fault.id, "abort_signals") else None
         own = [asserted] if asserted else _own_frames(crashed.frames if crashed else ())
+        at_own = asserted is not None or (crashed is not None and _fault_site_is_own(crashed.frames))
         top = ", ".join(_frame_text(f) for f in (own or list(crashed.frames if crashed else ()))[:3])
         summary = f"{_who(e)} died of {signal}" + (f" in {top}" if top else "")
-        trace.append(f"{self.id}: {signal} at {e.ref.describe()}; frames of the job's own code: {bool(own)}")
-        signs = (SIGN.app_native_frames,) if own else ()
+        trace.append(f"{self.id}: {signal} at {e.ref.describe()}; the fault site is the job's own code: {at_own}")
         refs = (crashed.ref,) if crashed else ()
-        return sign_finding(k, SIGN.app_native_fault, self.id, summary, [e], signal, extra_refs=refs, combined=signs)
+        # The death and its own stack are one event: the fault site qualifies it, it is no second sign.
+        sign = SIGN.app_native_frames if at_own else SIGN.app_native_fault
+        return sign_finding(k, sign, self.id, summary, [e], signal, extra_refs=refs)
 
 
 def _assert_caller(stack: Stack) -> Frame | None:
@@ -125,8 +129,8 @@ def _assert_caller(stack: Stack) -> Frame | None:
     if not hits or hits[-1] + 1 >= len(frames):
         return None
     caller = frames[hits[-1] + 1]
-    if caller.module and _RUNTIME_MODULE.search(caller.module):
-        return None
+    if _c_library_frame(caller) or (caller.module and _RUNTIME_MODULE.search(caller.module)):
+        return None   # glibc's own assertions (a mutex owner check ...) and the runtime's are not the job's
     return caller if caller.function else None
 
 
@@ -150,6 +154,27 @@ def _own_frames(frames) -> list[Frame]:
 # libffi: ctypes' call trampoline; glibc's own source tree as its debug info names it.
 _FFI_MODULE = re.compile(r"(?:^|/)libffi[.-]")
 _C_LIBRARY_SOURCE = re.compile(r"^\.{0,2}/?(?:nptl|sysdeps|stdlib|string|libio|malloc|posix|signal|elf|misc|assert|io|csu)/")
+
+
+def _c_library_frame(f: Frame) -> bool:
+    """A frame of the C library: its module, or (gdb names no module where it has debug info)
+    a function from glibc's source tree."""
+    return bool(_C_LIBRARY_MODULE.search(f.module or "") or _C_LIBRARY_SOURCE.match(f.file or ""))
+
+
+_C_LIBRARY_MODULE = re.compile(r"(?:^|/)(?:libc|libpthread|libm|libdl|ld-linux[\w-]*)[.-]")
+
+
+def _fault_site_is_own(frames) -> bool:
+    """The frame that faulted is the job's own native code: below the signal handler's frames
+    (gdb's `<signal handler called>`), the first frame outside the C library (memcpy faulting on
+    a pointer its caller passed is the caller's fault) is one of the job's native frames."""
+    frames = list(frames)
+    handler = [i for i, f in enumerate(frames) if "signal handler" in (f.note or "")]
+    below = frames[handler[-1] + 1:] if handler else frames
+    own = {id(f) for f in _own_frames(below)}
+    site = next((f for f in below if not _c_library_frame(f)), None)
+    return site is not None and site.language != "python" and id(site) in own
 
 
 def _own_frame(f: Frame) -> bool:

@@ -6,8 +6,8 @@ from itertools import islice
 import re
 
 from postmortem import signals
-from postmortem.classify.counter_evidence import (_NETWORK_TEXT, _TEARDOWN, carries_another, effective_shm_size, enomem_events,
-                                                  memory_plentiful)
+from postmortem.classify.counter_evidence import (_NETWORK_TEXT, _TEARDOWN, carries_another, effective_shm_size,
+                                                  enomem_events)
 from postmortem.classify.rules.app import _traceback_of
 from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, events_of, sign_finding
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
@@ -520,33 +520,56 @@ class MeasuredLimit(Rule):
 
 
 class EnomemUnderMemlock(Rule):
-    """ENOMEM ("Cannot allocate memory") from a process that ran with a finite locked-memory
-    limit.  mlock(2), mmap(MAP_LOCKED) and ibv_reg_mr (which pins pages) answer ENOMEM when
-    RLIMIT_MEMLOCK is exceeded (man mlock.2, ERRORS), so ENOMEM alone cannot tell the memlock
-    limit from host memory.  The measured state can: a finite memlock limit is one sign; memory
-    plentiful (MemAvailable at least half of MemTotal), no OOM kill seen,
-    and no other memory limit set (ulimit -v unlimited, no cgroup memory.max) is a second,
-    independent one.  Both also speak against host memory exhaustion."""
+    """ENOMEM ("Cannot allocate memory") from a call RLIMIT_MEMLOCK governs: mlock(2), mlockall,
+    mmap(MAP_LOCKED), ibv_reg_mr and the verbs rings (which pin pages), cudaHostRegister, the EFA
+    provider posting its receive buffers.  These answer ENOMEM when the limit is exceeded (man
+    mlock.2, ERRORS) — and when the host is short of memory, so the failing call is one weak sign.
+    The limit's measured value is a second, independent one only when it is small (at or below
+    threshold.memlock_small_bytes, the defaults): a finite limit alone is the default nearly
+    everywhere.  An ENOMEM from fork/clone/Popen/mmap is never this limit's (overcommit, RLIMIT_AS,
+    vm.max_map_count answer those), nor a dmabuf registration's (umem_dmabuf.c charges no memlock).
+    Lines a memlock message pattern already reads are left to it and to MeasuredLimit."""
 
     id = "enomem-memlock"
 
     def findings(self, case, k, trace):
-        enomem = enomem_events(case)
-        memlock = [f for f in case.facts if f.name == "ulimit.memlock" and isinstance(f.value, int)]
-        if not enomem or not memlock:
-            return []
-        limit = memlock[0]
-        trace.append(f"{self.id}: ENOMEM at {enomem[0].ref.describe()} with a finite memlock limit {limit.text} "
-                     f"({limit.ref.describe()})")
-        free = memory_plentiful(case)
-        combined = (SIGN.mem_enomem_with_memory_free,) if free else ()
-        summary = (f"ENOMEM ({enomem[0].ref.describe()}) in a process whose locked-memory limit is {limit.text} "
-                   f"({limit.ref.describe()}): mlock/ibv_reg_mr answer ENOMEM past RLIMIT_MEMLOCK")
-        if free:
-            trace.append(f"{self.id}: {free[1]}")
-            summary += f"; {free[1]}"
-        return [sign_finding(k, SIGN.limits_memlock_beside_enomem, self.id, summary, enomem[:3], "ENOMEM",
-                             extra_refs=(limit.ref, *((free[0],) if free else ())), combined=combined)]
+        read = {(e.ref.path, e.ref.line) for e in events_of(case, {f"msg.{m.id}" for m in k.messages
+                                                                    if m.cause == SIGN.limits_enomem_in_locking_call.cause})}
+        for e in enomem_events(case):
+            if (e.ref.path, e.ref.line) in read:
+                continue
+            call = _locking_call(case, e)
+            if call is None:
+                continue
+            small = [f for f in case.facts if f.name == "ulimit.memlock" and isinstance(f.value, int)
+                     and f.value <= LIMIT.memlock_small_bytes]
+            trace.append(f"{self.id}: ENOMEM at {e.ref.describe()} from {call}"
+                         + (f"; locked-memory limit {small[0].text or small[0].value} ({small[0].ref.describe()})" if small else ""))
+            summary = f"{call} failed with ENOMEM ({e.ref.describe()}): it pins memory charged to RLIMIT_MEMLOCK"
+            if small:
+                summary += (f"; the process ran with a locked-memory limit of {small[0].text or small[0].value} "
+                            f"({small[0].ref.describe()}), a default far below what pinning buffers needs")
+            return [sign_finding(k, SIGN.limits_enomem_in_locking_call, self.id, summary, [e], "ENOMEM",
+                                 extra_refs=tuple(f.ref for f in small[:1]),
+                                 combined=(SIGN.limits_memlock_beside_enomem,) if small else ())]
+        return []
+
+
+def _locking_call(case: Case, e: Event) -> str | None:
+    """The call RLIMIT_MEMLOCK governs that this ENOMEM came from, as its line or the innermost
+    frames of its traceback name it; None when a call it does not govern is named first."""
+    params = SIGN.limits_enomem_in_locking_call.params
+    locking = [re.compile(p) for p in params["locking"]]
+    not_locking = [re.compile(p) for p in params["not_locking"]]
+    stack = _traceback_of(case, e) if e.kind == KIND.py_exception else None
+    # The line first, then the frames from the innermost (the call that returned ENOMEM) out.
+    for text in (e.text or "", *(f"{f.function or ''} {f.file or ''}" for f in (stack.frames if stack else ()))):
+        if any(p.search(text) for p in not_locking):
+            return None
+        hit = next((m for m in (p.search(text) for p in locking) if m), None)
+        if hit:
+            return hit.group(0)
+    return None
 
 
 
