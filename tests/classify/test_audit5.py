@@ -154,3 +154,32 @@ def test_glibc_s_own_assertion_is_not_the_job_s_assert():
     assert _assert_caller(stack) is None
     own = Stack(frames=frames[:3] + frames[4:], origin="gdb", ref=Ref(path="gdb_bt.txt", line=1, text=""))
     assert _assert_caller(own).function == "segment_sum"
+
+
+# ---------------------------------------------------------------- M4: two NCCL versions in a bundle
+
+_ACCEL = FIXTURES / "validation21/accelerate-multinode-docker-bridge-nccl-unhandled-system-error-08/bundle/stderr.txt"
+_GENOA = FIXTURES / "validation13/nccl-too-old-rtx5090-maxsharedmem-01/bundle/nccl-tests.log"
+_MISMATCH_CASE = FIXTURES / "corpus/nccl-version-mismatch-01/bundle"
+
+
+def test_two_versions_from_two_unrelated_runs_are_a_weak_sign(tmp_path, strict):
+    # The audit's probe g5: accelerate#2107's stderr (NCCL 2.18.1) beside another run's banner (2.25.1).
+    banner = next(line for line in _read(_GENOA).splitlines() if "NCCL version 2.25.1" in line)
+    a = _bundle(tmp_path, {"run1_stderr.txt": _read(_ACCEL), "run2_after_upgrade.log": banner + "\n"})
+    (f,) = rules.NcclVersionMismatch().findings(a.case, K, [])
+    assert f.strength == "weak" and f.signal == "nccl.versions_in_bundle"
+    assert a.verdict.cause != "nccl_version_mismatch", a.verdict.trace
+
+
+def test_two_versions_in_one_communicator_are_strong(tmp_path):
+    # Near miss that must claim: nccl-version-mismatch-01's two node logs, node 1's edited at test
+    # time to carry the 'Init START' line of the communicator node 2's line names (the same commId).
+    files = {p.name: _read(p) for p in _MISMATCH_CASE.iterdir()}
+    init = next(line for line in files["nccl_instance-8g-96c-2.log"].splitlines() if "Init START" in line)
+    files["nccl_instance-8g-96c-1.log"] += (init.replace("instance-8g-96c-2:525781:525957", "instance-8g-96c-1:525765:525972")
+                                            .replace("rank 0 nranks 1", "rank 1 nranks 2") + "\n")
+    a = _bundle(tmp_path, files)
+    (f,) = rules.NcclVersionMismatch().findings(a.case, K, [])
+    assert f.strength == "strong" and "communicator 0x795b968dc454cfee" in f.summary, f.summary
+    assert a.verdict.cause == "nccl_version_mismatch", a.verdict.trace

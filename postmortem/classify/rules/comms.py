@@ -11,7 +11,13 @@ from postmortem.model import Event
 _NCCL_KINDS = produced_by("parser:nccl")
 
 class NcclVersionMismatch(Rule):
-    """Different NCCL versions in one job (one banner per node or log) cannot talk to each other."""
+    """Different NCCL versions in one job (one banner per node or log) cannot talk to each other.
+
+    Bundles and public threads often hold the failing run beside a run after an upgrade (or each
+    node run alone to compare), so two versions are strong only when they were seen in one run:
+    both banners timed within one rendezvous window, or the two processes are members of one
+    communicator (the same commId).  Otherwise they are a weak sign.  NCCL's own "Mismatched NCCL
+    version detected" (init.cc) is read by the NCCL catalog."""
 
     id = "nccl-version-mismatch"
 
@@ -24,10 +30,41 @@ class NcclVersionMismatch(Rule):
         if len(versions) < 2:
             return []
         listing = ", ".join(f"{v} ({versions[v][0].ref.describe()})" for v in sorted(versions))
-        trace.append(f"{self.id}: versions {listing}")
+        one_run = _one_run(case, versions)
+        trace.append(f"{self.id}: versions {listing}; seen in one run: {one_run or 'no'}")
         events = [evs[0] for evs in versions.values()]
-        return [sign_finding(k, SIGN.nccl_version_mismatch, self.id, f"different NCCL versions in one job: {listing}",
-                             events, "versions")]
+        sign = SIGN.nccl_version_mismatch if one_run else SIGN.nccl_versions_in_bundle
+        return [sign_finding(k, sign, self.id, f"different NCCL versions in one job: {listing}"
+                             + (f" ({one_run})" if one_run else "; not shown to be one run (the bundle may hold runs "
+                                                                "before and after an upgrade)"), events, "versions")]
+
+
+def _one_run(case, versions: dict[str, list[Event]]) -> str:
+    """Why two of the versions were seen in one run, or '' when nothing shows it."""
+    window = LIMIT.same_run_window_s
+    names = sorted(versions)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            for x in versions[a]:
+                for y in versions[b]:
+                    if x.when and x.when.at and y.when and y.when.at and abs((x.when.at - y.when.at).total_seconds()) <= window:
+                        return f"{a} and {b} printed {abs((x.when.at - y.when.at).total_seconds()):.0f} s apart"
+    # members of one communicator: the processes that printed the versions init'ed the same commId
+    # (a banner without a host:pid prefix is its file's: "NCCL version 2.14.3+cuda11.7" alone on a line)
+    comm_of: dict[tuple, set[str]] = defaultdict(set)
+    for e in events_of(case, KIND.nccl_init):
+        if e.data.get("commId"):
+            comm_of[(e.host, e.pid) if e.pid is not None else e.ref.path].add(str(e.data["commId"]))
+            comm_of[e.ref.path].add(str(e.data["commId"]))
+    by_version = {v: set().union(*(comm_of.get((e.host, e.pid) if e.pid is not None else e.ref.path, set()) for e in evs))
+                  for v, evs in versions.items()}
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            shared = by_version[a] & by_version[b]
+            if shared:
+                return f"processes on {a} and {b} are members of communicator {sorted(shared)[0]}"
+    return ""
+
 
 class HostOnlySocketInterface(Rule):
     """NCCL's bootstrap or socket transport using interfaces that exist only inside one host:
