@@ -183,3 +183,75 @@ def test_two_versions_in_one_communicator_are_strong(tmp_path):
     (f,) = rules.NcclVersionMismatch().findings(a.case, K, [])
     assert f.strength == "strong" and "communicator 0x795b968dc454cfee" in f.summary, f.summary
     assert a.verdict.cause == "nccl_version_mismatch", a.verdict.trace
+
+
+# ---------------------------------------------------------------- M1/M2/L1: interfaces
+
+_JUMBO = FIXTURES / "validation21/lab3-jumbo-mtu-blackhole/bundle"     # real lab: eth0 UP, tx_dropped 84 of 135
+_PORT_DOWN = FIXTURES / "validation21/lab3-switch-port-down/bundle"    # real lab: eth0 NO-CARRIER, tx_dropped 33
+_ROCE = FIXTURES / "corpus/multi-roce-hca-enodev-08/bundle/nccl.log"   # NVIDIA/nccl#799: Bootstrap eth1, NET/IB mlx5_3 RoCE
+_NOCARRIER = FIXTURES / "system/ip_addr_nocarrier.txt"                 # real ip addr: pma NO-CARRIER with an address
+_USING = ("jupyter-vmarkovtsev:15833:15833 [0] NCCL INFO Bootstrap : Using [0]{0}:10.2.3.32<0>\n"
+          "jupyter-vmarkovtsev:15833:15833 [0] NCCL INFO NET/Socket : Using [0]{0}:10.2.3.32<0>\n")
+# (fixtures/corpus/nccl-p2p-iommu-01/bundle/nccl.log's two lines; the interface name put in at test time)
+
+
+def _interface_finding(v):
+    return next((f for f in (v.root, *v.alternatives, *v.symptoms) if f is not None and f.rule == "interface-faults"), None)
+
+
+def test_no_carrier_and_its_dropped_frames_are_one_sign(tmp_path):
+    # lab3-switch-port-down: eth0 without carrier, and the 33 frames it dropped for want of one.
+    files = {"node1_ip.txt": _read(_PORT_DOWN / "node1_ip.txt"), "node0.log": _read(_PORT_DOWN / "node0.log"),
+             "nccl.log": _USING.format("eth0")}
+    f = _interface_finding(_bundle(tmp_path, files).verdict)
+    assert f is not None and f.signal == "net.link_down" and not f.signs, f
+    assert "tx_dropped 33" in f.summary
+
+
+def test_losses_on_another_interface_the_job_uses_are_a_second_sign(tmp_path):
+    # Near miss: beside the dead eth0, the jumbo lab's UP interface (renamed eth1 at test time) lost
+    # frames; NCCL_SOCKET_IFNAME=eth (a prefix) names both.
+    other = _read(_JUMBO / "ip_link.txt").replace("eth0@if45", "eth1@if45").replace("eth0", "eth1")
+    files = {"node1_ip.txt": _read(_PORT_DOWN / "node1_ip.txt"), "ip_link.txt": other,
+             "node0.log": _read(_PORT_DOWN / "node0.log"), "env.txt": "NCCL_SOCKET_IFNAME=eth\n"}
+    f = _interface_finding(_bundle(tmp_path, files).verdict)
+    assert f is not None and set(f.signs) == {"net.link_down", "net.interface_losses"}, f
+
+
+def test_a_name_nccl_printed_is_matched_exactly(tmp_path):
+    # L1: NCCL printed eth1; the jumbo lab's lossy eth0 renamed eth10 at test time is another interface.
+    ip = _read(_JUMBO / "ip_link.txt").replace("eth0", "eth10")
+    v = _bundle(tmp_path, {"ip_link.txt": ip, "node0.log": _read(_JUMBO / "node0.log"), "nccl.log": _USING.format("eth1")}).verdict
+    assert _interface_finding(v) is None, v.trace
+    # near miss: a plain NCCL_SOCKET_IFNAME entry is a prefix (src/misc/socket.cc matchIfList) ...
+    (tmp_path / "p").mkdir()
+    v = _bundle(tmp_path / "p", {"ip_link.txt": ip, "node0.log": _read(_JUMBO / "node0.log"),
+                                 "env.txt": "NCCL_SOCKET_IFNAME=eth1\n"}).verdict
+    assert _interface_finding(v) is not None, v.trace
+
+
+def test_an_ifname_list_written_with_equals_is_exact():
+    # NCCL src/misc/socket.cc matchIfList: a leading '=' makes every entry an exact name.
+    from postmortem.classify.rules.interfaces import _named, job_interfaces
+    from postmortem.model import Case, Fact, Ref
+
+    def named(value: str, iface: str) -> bool:
+        case = Case("t", (), (), (Fact("env.NCCL_SOCKET_IFNAME", value, Ref("env.txt", 1)),), ())
+        return _named(iface, *job_interfaces(case))
+    assert not named("=eth1,ib0", "eth10") and named("=eth1,ib0", "ib0") and named("=eth1", "eth1")
+    assert named("eth1", "eth10")   # near miss: a plain entry is a prefix
+
+
+def test_with_net_ib_an_interface_the_bootstrap_lines_do_not_name_stays_a_lean(tmp_path):
+    # M1: NCCL's data path is the RoCE HCA (NET/IB), whose netdev the Bootstrap line (eth1) never names.
+    using = "".join(line + "\n" for line in _read(_ROCE).splitlines() if " : Using " in line)
+    files = {"nccl.log": using, "ip_addr.txt": _read(_NOCARRIER), "node0.log": _read(_PORT_DOWN / "node0.log")}
+    v = _bundle(tmp_path, files).verdict
+    f = _interface_finding(v)
+    assert f is not None and "pma had no link" in f.summary and not f.signs, v.trace
+    # Near miss: without the NET/IB line the job's traffic is the bootstrap's eth1 alone.
+    (tmp_path / "s").mkdir()
+    files["nccl.log"] = "\n".join(line for line in files["nccl.log"].splitlines() if "NET/IB : Using" not in line) + "\n"
+    v = _bundle(tmp_path / "s", files).verdict
+    assert _interface_finding(v) is None and any("not the job's interfaces" in t for t in v.trace), v.trace

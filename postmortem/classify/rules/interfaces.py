@@ -54,70 +54,103 @@ def _losses(info: dict) -> dict[str, int]:
     return out
 
 
-def job_interfaces(case: Case) -> set[str]:
-    """The interfaces the job's traffic used, as its own lines and settings name them: NCCL's
-    'Bootstrap : Using [0]eth0:10.0.0.1<0>' / 'NET/Socket : Using ...' and NCCL_SOCKET_IFNAME /
-    GLOO_SOCKET_IFNAME (a list of names or prefixes; '^' excludes, '=' asks an exact name)."""
-    names: set[str] = set()
+def job_interfaces(case: Case) -> tuple[set[str], set[str]]:
+    """The interfaces the job's traffic used, as its own lines and settings name them: (exact
+    names, name prefixes).  NCCL's 'Bootstrap : Using [0]eth0:10.0.0.1<0>' / 'NET/Socket : Using
+    ...' print exact device names; NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME entries are prefixes
+    unless written '=name' (exact), and '^' excludes (src/misc/socket.cc matchIfList)."""
+    exact: set[str] = set()
+    prefixes: set[str] = set()
     for e in events_of(case, KIND.nccl_network):
         if e.data.get("network") in ("Bootstrap", "Socket"):
-            names.update(str(d).split(":", 1)[0] for d in e.data.get("devices") or () if d)
+            exact.update(str(d).split(":", 1)[0] for d in e.data.get("devices") or () if d)
     for f in case.facts:
         if f.name in ("env.NCCL_SOCKET_IFNAME", "env.GLOO_SOCKET_IFNAME") and not str(f.value).startswith("^"):
-            names.update(n.strip().lstrip("=") for n in str(f.value).split(",") if n.strip())
-    return {n for n in names if n}
+            entries = [n.strip() for n in str(f.value).split(",") if n.strip()]
+            if str(f.value).startswith("="):    # NCCL: a leading '=' makes the whole list exact
+                exact.update(n.lstrip("=") for n in entries)
+            else:
+                prefixes.update(entries)
+    return {n for n in exact if n}, {n for n in prefixes if n}
 
 
-def _named(iface: str, names: set[str]) -> bool:
-    """NCCL_SOCKET_IFNAME entries are prefixes unless '='; a device name printed is exact."""
+def _named(iface: str, exact: set[str], prefixes: set[str]) -> bool:
+    """Named by the job: a device name NCCL printed or an '=' entry exactly, a plain
+    NCCL_SOCKET_IFNAME entry as a prefix (eth1 is not eth10 or eth1.100 when NCCL printed it)."""
     base = iface.split("@", 1)[0]
-    return any(base == n or base.startswith(n) for n in names)
+    return base in exact or any(base.startswith(n) for n in prefixes)
+
+
+def _rdma_data_path(case: Case) -> bool:
+    """NCCL's data path is NET/IB ('NET/IB : Using [0]mlx5_3:1/RoCE ; OOB eth1'): its traffic
+    goes through the HCA's port, whose netdev (RoCE) the bootstrap lines never name."""
+    return any(e.data.get("network") == "IB" for e in events_of(case, KIND.nccl_network))
 
 
 class InterfaceFaults(Rule):
     """A non-local interface without carrier, or one whose counters show lost frames; with
     collective timeouts beside it, the timeouts are its fallout — cited as what it explains, not
-    counted as an independent sign (they are in every hang)."""
+    counted as an independent sign (they are in every hang).
+
+    No carrier and frame losses on the same interface are one sign: frames sent to a device
+    without carrier are dropped and counted (tx_dropped, tx_carrier).  A second sign is a fault
+    of another interface the job is known to use.  When NCCL's data path is NET/IB, an interface
+    the bootstrap lines do not name may be the HCA's netdev: its fault is kept, as a lean."""
 
     id = "interface-faults"
 
     def findings(self, case, k, trace):
         interfaces = [f for f in case.facts if f.name == FACT and isinstance(f.value, dict)
                       and not _host_local(str(f.value.get("name", "")))]
-        used = job_interfaces(case)
+        exact, prefixes = job_interfaces(case)
+        used = exact | prefixes
+        lean_only: set[str] = set()
         if used:
-            others = [f for f in interfaces if not _named(str(f.value.get("name", "")), used)]
-            if others:
+            others = [f for f in interfaces if not _named(str(f.value.get("name", "")), exact, prefixes)]
+            if others and _rdma_data_path(case):
+                lean_only = {str(f.value.get("name")) for f in others}
+                trace.append(f"{self.id}: NCCL's data path is NET/IB; not named by its bootstrap lines "
+                             f"({', '.join(sorted(used))}), so a lean at most: " + ", ".join(sorted(lean_only)))
+            elif others:
                 trace.append(f"{self.id}: not the job's interfaces ({', '.join(sorted(used))}): "
                              + ", ".join(sorted({str(f.value.get('name')) for f in others})))
-            interfaces = [f for f in interfaces if f not in others]
+                interfaces = [f for f in interfaces if f not in others]
         down = [f for f in interfaces if _down(f.value)]
         lossy = [(f, _losses(f.value)) for f in interfaces]
         lossy = [(f, loss) for f, loss in lossy if loss]
         if not down and not lossy:
             return []
         timeouts = events_of(case, TIMEOUT_KINDS)
-        parts, signs, refs = [], [], []
+        parts, signs, refs, faulty = [], [], [], []
         if down:
             f = down[0]
             parts.append(f"interface {f.value['name']} had no link ({_state(f)}, {f.ref.describe()})")
             signs.append(SIGN.net_link_down)
             refs += [d.ref for d in down[:2]]
-        if lossy:
-            f, loss = lossy[0]
+            faulty.append(str(f.value["name"]))
+        # losses on an interface already without carrier are that fault's consequence, not a second sign
+        own_losses = [(f, loss) for f, loss in lossy if str(f.value.get("name")) in faulty]
+        other_losses = [(f, loss) for f, loss in lossy if str(f.value.get("name")) not in faulty]
+        for f, loss in (own_losses[:1] + other_losses[:1]):
             parts.append(f"interface {f.value['name']} lost frames ("
                          + ", ".join(f"{c} {n}" for c, n in loss.items())
-                         + (f", mtu {f.value['mtu']}" if f.value.get("mtu") else "") + f", {f.ref.describe()})")
+                         + (f", mtu {f.value['mtu']}" if f.value.get("mtu") else "") + f", {f.ref.describe()})"
+                         + (": the frames it could not send without a link" if (f, loss) in own_losses else ""))
+            refs.append(f.ref)
+        if other_losses:
             signs.append(SIGN.net_interface_losses)
-            refs += [x.ref for x, _ in lossy[:2]]
+            faulty.append(str(other_losses[0][0].value["name"]))
         if timeouts:
             parts.append(f"{len(timeouts)} collective timeout(s) waited on that traffic "
                          f"(first {timeouts[0].ref.describe()})")
             # the timeouts are the symptom being explained, present in every hang: cited, not
             # counted as a second sign (audit 4 H2)
-        if not used and len(signs) > 1:
+        if len(signs) > 1 and not used:
             # Nothing says which interface the job used: however many faults, one lean.
             parts.append("the bundle does not say which interface the job used (NCCL's 'Using' lines, NCCL_SOCKET_IFNAME)")
+            signs = signs[:1]
+        elif len(signs) > 1 and any(name in lean_only for name in faulty):
+            parts.append("an interface NCCL's bootstrap lines do not name may be the NET/IB port's netdev, or not the job's")
             signs = signs[:1]
         trace.append(f"{self.id}: " + "; ".join(parts))
         return [sign_finding(k, signs[0], self.id, "; ".join(parts), timeouts[:2], "interface",
