@@ -255,3 +255,30 @@ def test_with_net_ib_an_interface_the_bootstrap_lines_do_not_name_stays_a_lean(t
     files["nccl.log"] = "\n".join(line for line in files["nccl.log"].splitlines() if "NET/IB : Using" not in line) + "\n"
     v = _bundle(tmp_path / "s", files).verdict
     assert _interface_finding(v) is None and any("not the job's interfaces" in t for t in v.trace), v.trace
+
+
+# ---------------------------------------------------------------- M5: a refusal while a process waited
+
+_LOOPBACK = FIXTURES / "validation22/lab4-hostname-loopback-gloo/bundle"   # real lab: 2 ranks, gloo, 127.0.1.1
+
+
+def _loopback_files(**edit: tuple[str, str]) -> dict[str, str]:
+    files = {p.name: _read(p) for p in _LOOPBACK.iterdir()}
+    for name, (old, new) in edit.items():
+        assert old in files[name.replace("_", ".")]
+        files[name.replace("_", ".")] = files[name.replace("_", ".")].replace(old, new)
+    return files
+
+
+def test_a_refusal_while_the_only_other_process_waited_is_strong(tmp_path):
+    a = _bundle(tmp_path, _loopback_files())
+    (f,) = rules.RefusedWhilePeerWaited().findings(a.case, K, [])
+    assert f.signal == "net.refused_while_peer_waited" and f.strength == "strong"
+
+
+def test_a_refusal_in_a_larger_mesh_is_weak_unless_the_waiter_owns_the_address(tmp_path):
+    # The same real lines with gloo's size=2 edited to size=4 at test time: the waiting process may
+    # be waiting for the same dead peer.
+    a = _bundle(tmp_path, _loopback_files(node0_log=("size=2", "size=4")))
+    (f,) = rules.RefusedWhilePeerWaited().findings(a.case, K, [])
+    assert f.signal == "net.refused_while_some_process_waited" and f.strength == "weak", f

@@ -75,10 +75,12 @@ def _mlock_files(**replace: str) -> dict[str, str]:
     return files
 
 
-def test_enomem_with_a_finite_memlock_limit_and_memory_free_is_the_memlock_limit(tmp_path):
+def test_enomem_whose_call_the_lines_never_name_is_not_read_as_the_memlock_limit(tmp_path):
+    # The job's own code raised ENOMEM; no line names mlock or a registration, and a finite limit
+    # with memory free is no sign of which limit refused (audit 5 H1; the claim on a named
+    # mlock call: tests/classify/test_audit5.py).
     v = _bundle(tmp_path, _mlock_files())
-    assert (v.category.value, v.cause) == ("config", "memlock_limit"), v.trace
-    assert {"limits.memlock_beside_enomem", "mem.enomem_with_memory_free"} <= set(v.root.signs)
+    assert v.cause != "memlock_limit", v.trace
 
 
 def test_enomem_with_memlock_unlimited_stays_host_memory(tmp_path):
@@ -237,11 +239,12 @@ def test_invalid_usage_with_one_nccl_version_is_not_read_as_a_mismatch(tmp_path)
             "NCCL version 2.19.3\nncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n")
     v = _bundle(tmp_path, {"node0.log": line, "node1.log": line})
     assert v.cause != "nccl_version_mismatch", v.trace
-    # ... and the same lines with two versions are
+    # ... and the same lines with two versions lean to a mismatch (nothing shows they ran
+    # together: audit 5 M4, tests/classify/test_audit5.py)
     other = line.replace("2.19.3", "2.18.1")
     (tmp_path / "two").mkdir()
     v = _bundle(tmp_path / "two", {"node0.log": line, "node1.log": other})
-    assert v.cause == "nccl_version_mismatch", v.trace
+    assert v.cause == "unknown" and v.alternatives[0].cause == "nccl_version_mismatch", v.trace
 
 
 _EFA = FIXTURES / "validation22/efa-libfabric-enomem-post-rx-buffers-memlock-65536-07/bundle/stderr.txt"  # public, verbatim

@@ -264,10 +264,22 @@ class RefusedWhilePeerWaited(Rule):
             summary += (f"; {remote} is a loopback address -- the peer's host name resolves to loopback "
                         "(/etc/hosts), so other hosts cannot reach it: set GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME "
                         "to the interface the hosts share")
+        # The waiter is the refused peer itself only when the job has two processes (gloo's
+        # 'rank=, size=' fields) or its own lines name the refused address as theirs (local=[...]):
+        # in a larger mesh it may be waiting for the same dead peer.
+        sizes = {int(m.group(1)) for e in refused for m in [re.search(params["size"], e.text or "")] if m}
+        owner = bool(remote) and any(m.group("addr") == remote for e in waited
+                                     for m in [re.search(params["local"], e.text or "")] if m)
+        the_peer = sizes == {2} or owner
+        if not the_peer:
+            summary = summary.replace("the peer was alive and listening", "if that process is the refused peer, it was "
+                                      "alive and listening") + ("; the job has more than two processes and nothing shows "
+                                                                "the waiting one is the refused peer")
         trace.append(f"{self.id}: refused at {stamped[0].ref.describe()}, peer still waiting at {waited[0].ref.describe()}"
-                     + (f", remote {remote} is loopback" if loopback else ""))
-        return [sign_finding(k, SIGN.net_refused_while_peer_waited, self.id, summary, [stamped[0], waited[0]],
-                             "refused-live-peer")]
+                     + (f", remote {remote} is loopback" if loopback else "")
+                     + f"; the waiter is the refused peer: {the_peer} (size {sorted(sizes) or '?'}, owner {owner})")
+        sign = SIGN.net_refused_while_peer_waited if the_peer else SIGN.net_refused_while_some_process_waited
+        return [sign_finding(k, sign, self.id, summary, [stamped[0], waited[0]], "refused-live-peer")]
 
 
 def _fatal(e: Event) -> bool:
