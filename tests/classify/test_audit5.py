@@ -282,3 +282,35 @@ def test_a_refusal_in_a_larger_mesh_is_weak_unless_the_waiter_owns_the_address(t
     a = _bundle(tmp_path, _loopback_files(node0_log=("size=2", "size=4")))
     (f,) = rules.RefusedWhilePeerWaited().findings(a.case, K, [])
     assert f.signal == "net.refused_while_some_process_waited" and f.strength == "weak", f
+
+
+# ---------------------------------------------------------------- M3: one fact read twice
+
+def _signs_of(case_dir: Path, cause: str, extra: dict[str, str] | None = None, tmp_path: Path | None = None):
+    from postmortem.classify import _independent_signs, run_rules
+    if extra:
+        files = {str(p.relative_to(case_dir)): _read(p) for p in case_dir.rglob("*") if p.is_file()}
+        case = _bundle(tmp_path, {**files, **extra}).case
+    else:
+        case = analyze(case_dir).case
+    found = [f for f in run_rules(case, K, []) if f.cause == cause]
+    return _independent_signs([f for f in found if f.role == "root"] or found)
+
+
+@pytest.mark.parametrize("case_dir, cause, one", [
+    ("corpus/shm-nccl-sigbus-ucx-06", "shm_exhausted", {"sigbus.in_nccl_code", "sigbus.unlocated"}),
+    ("corpus/nccl-p2p-iommu-01", "nccl_p2p", {"hang.nccltests_silent", "hang.nccl_stopped_during_init"}),
+    ("validation19/acs-hang-allreduce-a100-03", "nccl_p2p", {"hang.nccltests_silent", "hang.nccl_stopped_during_init"}),
+    ("validation21/wekws-second-torchrun-standalone-port-29400-in-use-03", "port_in_use",
+     {"catalog.pt.store_bind_failed", "catalog.pt.store_listen_failed"}),
+])
+def test_one_failure_read_twice_is_one_sign(case_dir, cause, one):
+    signs = _signs_of(FIXTURES / case_dir / "bundle", cause)
+    assert len(signs) == 1 and signs[0] in one, signs
+
+
+def test_a_located_sigbus_beside_a_small_dev_shm_is_still_two_signs(tmp_path):
+    # Near miss: the same SIGBUS in NCCL code and a real Docker `df -h /dev/shm` (64 MiB) beside it.
+    df = _read(FIXTURES / "system/shm64_df_h.txt")
+    signs = _signs_of(FIXTURES / "corpus/shm-nccl-sigbus-ucx-06/bundle", "shm_exhausted", {"df_shm.txt": df}, tmp_path)
+    assert set(signs) == {"sigbus.in_nccl_code", "sigbus.small_shm"}, signs
