@@ -223,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     debug = getattr(args, "debug", False)
+    from postmortem import dataclass_code
+
+    dataclass_code.install()   # every command creates the package's dataclasses: precompiled (startup)
     try:
         _check_tz(getattr(args, "tz", None))
         if hasattr(args, "_module"):
