@@ -48,8 +48,9 @@ def test_a_file_for_another_python_or_damaged_is_not_used(tmp_path, monkeypatch)
 def _compiled_methods(tmp_path: Path, *argv: str) -> list[str]:
     """The dataclass method texts compiled from source while the command ran (audit hook)."""
     code = ("import json, sys\ncompiled = []\n"
-            "sys.addaudithook(lambda e, a: compiled.append(a[0]) if e == 'compile' and isinstance(a[0], str) "
-            "and a[0].startswith('def __create_fn__(') else None)\n"
+            "def text(s):\n    return s.decode('utf-8', 'replace') if isinstance(s, bytes) else str(s)\n"
+            "sys.addaudithook(lambda e, a: compiled.append(text(a[0])) if e == 'compile' "
+            "and text(a[0]).startswith('def __create_fn__(') else None)\n"
             "from postmortem.cli import main\nrc = main(sys.argv[1:])\nprint(json.dumps([rc, compiled]))")
     r = subprocess.run([sys.executable, "-c", code, *argv], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
