@@ -14,7 +14,7 @@ INFO line (as bench/scale_bench.py builds it) in a temporary folder.  Prints fig
 asserts nothing.
 
 The figures hold for a checkout whose build-time files are current (prepared knowledge,
-compiled templates, parser index, grammar tables, dataclass code: each has a `tools/... --check`); a stale
+compiled templates, parser index, grammar tables, precompiled dataclass methods and regexes: each has a `tools/... --check`); a stale
 one is not used and its slower fallback is measured instead, so the first line says which
 are current.  A venv made by `make test` also holds lark's optional interegular (~3 ms of
 lark's import; `make demo` installs without it).
@@ -76,14 +76,15 @@ def slowest_imports(cmd: list[str], cwd: Path, top: int) -> list[tuple[int, str]
 def prepared_state() -> str:
     """Which build-time files of this checkout are current (used), which stale (not used)."""
     sys.path.insert(0, str(ROOT))
-    from postmortem import dataclass_code, grammar, knowledge, parsers
+    from postmortem import grammar, knowledge, parsers, precompiled
     from postmortem.report import html
 
     state = {"knowledge": all(knowledge.prepared_entry(n) is not None for n in knowledge.SOURCES),
              "templates": html.compiled_templates() is not None,
              "parser index": parsers._index() is not None,
              "grammar tables": all(grammar.prebuilt(n, "start") is not None for n in ("nccl", "kernel")),
-             "dataclass code": bool(dataclass_code.stored())}
+             "precompiled methods and regexes": all(precompiled.stored(n) for n in (precompiled.METHODS,
+                                                                                     precompiled.REGEXES))}
     return ", ".join(f"{name} {'current' if ok else 'STALE'}" for name, ok in state.items())
 
 
