@@ -73,18 +73,23 @@ def slowest_imports(cmd: list[str], cwd: Path, top: int) -> list[tuple[int, str]
     return sorted(rows, reverse=True)[:top]
 
 
+def _precompiled_current() -> bool:
+    """tools/precompile.py --check (a stale file is used for what it holds; the rest is compiled)."""
+    check = [sys.executable, str(ROOT / "tools" / "precompile.py"), "--check"]
+    return subprocess.run(check, capture_output=True).returncode == 0
+
+
 def prepared_state() -> str:
     """Which build-time files of this checkout are current (used), which stale (not used)."""
     sys.path.insert(0, str(ROOT))
-    from postmortem import grammar, knowledge, parsers, precompiled
+    from postmortem import grammar, knowledge, parsers
     from postmortem.report import html
 
     state = {"knowledge": all(knowledge.prepared_entry(n) is not None for n in knowledge.SOURCES),
              "templates": html.compiled_templates() is not None,
              "parser index": parsers._index() is not None,
              "grammar tables": all(grammar.prebuilt(n, "start") is not None for n in ("nccl", "kernel")),
-             "precompiled methods and regexes": all(precompiled.stored(n) for n in (precompiled.METHODS,
-                                                                                     precompiled.REGEXES))}
+             "precompiled methods and regexes": _precompiled_current()}
     return ", ".join(f"{name} {'current' if ok else 'STALE'}" for name, ok in state.items())
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import builtins
 import marshal
+import os
 import sys
 
 FOLDER = "precompiled"
@@ -60,12 +61,16 @@ def dumps(values: dict) -> bytes:
 
 def stored(name: str) -> dict:
     """One file's entries, or {} when it is missing, damaged or made by another Python."""
-    from postmortem.packaged import packaged
-
-    try:
-        data = packaged("postmortem", FOLDER, name).read_bytes()
+    try:   # not through packaged(): pathlib's import compiles patterns, which should come from here
+        with open(os.path.join(os.path.dirname(__file__), FOLDER, name), "rb") as f:
+            data = f.read()
     except OSError:
-        return {}
+        from postmortem.packaged import packaged   # (a zip import)
+
+        try:
+            data = packaged("postmortem", FOLDER, name).read_bytes()
+        except OSError:
+            return {}
     head = header()
     if not data.startswith(head):
         return {}
