@@ -313,3 +313,35 @@ def test_the_c_library_under_ctypes_is_not_the_jobs_code():
     assert _own_frames([libc, ffi]) == []
     own = Frame(function="gather_rows", file="/src/ext/fastgather.c", line=8)
     assert _own_frames([own, ffi]) == [own]
+
+
+# ---------------------------------------------------------------- (e) a store server that waited, a client that could not reach it
+
+_STORE = FIXTURES / "validation22/lab4-store-port-rejected/bundle"   # real lab bundle: iptables REJECT on the store's node
+
+
+def _store(**replace) -> dict[str, str]:
+    files = {n: (_STORE / n).read_text(encoding="utf-8") for n in ("node0.log", "node1.log")}
+    for name, (old, new) in replace.items():
+        name = name.replace("_", ".")
+        assert old in files[name]
+        files[name] = files[name].replace(old, new)
+    return files
+
+
+def test_a_store_server_waiting_for_a_client_that_timed_out_connecting_is_the_network(tmp_path):
+    v = _bundle(tmp_path, _store())
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+    assert any(f.rule == "store-server-waited" for f in (v.root, *v.alternatives, *v.symptoms) if f)
+
+
+def test_a_client_timeout_alone_does_not_decide(tmp_path):
+    # Near miss: the client's side only -- the server may never have started.
+    v = _bundle(tmp_path, {"node1.log": (_STORE / "node1.log").read_text(encoding="utf-8")})
+    assert v.cause == "unknown", v.trace
+
+
+def test_a_server_whose_clients_all_joined_is_no_sign(tmp_path):
+    # Near miss (edited at test time): every client joined, so no client was cut off from it.
+    v = _bundle(tmp_path, _store(node0_log=("1/2 clients joined", "2/2 clients joined")))
+    assert not any(f.rule == "store-server-waited" for f in (v.root, *v.alternatives, *v.symptoms) if f), v.trace
