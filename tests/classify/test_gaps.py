@@ -345,3 +345,23 @@ def test_a_server_whose_clients_all_joined_is_no_sign(tmp_path):
     # Near miss (edited at test time): every client joined, so no client was cut off from it.
     v = _bundle(tmp_path, _store(node0_log=("1/2 clients joined", "2/2 clients joined")))
     assert not any(f.rule == "store-server-waited" for f in (v.root, *v.alternatives, *v.symptoms) if f), v.trace
+
+
+# ---------------------------------------------------------------- gloo's pair closure is that rank's timeout
+
+_HOLE = FIXTURES / "validation22/lab4-midrun-blackhole-timeout/bundle"   # real lab bundle: both ranks time out
+
+
+def test_a_rank_whose_pair_gloo_closed_on_timeout_is_not_silent(tmp_path):
+    files = {n: (_HOLE / n).read_text(encoding="utf-8") for n in ("node0.log", "node1.log")}
+    v = _bundle(tmp_path, files)
+    assert v.cause != "straggler_timeout", v.trace
+    assert any("every rank of the world (0..1) timed out" in t for t in v.trace)
+
+
+def test_without_rank_0s_timeout_line_rank_0_is_the_silent_one(tmp_path):
+    # Near miss (the line removed at test time): rank 0 then never reports a timeout.
+    node0 = "\n".join(l for l in (_HOLE / "node0.log").read_text(encoding="utf-8").splitlines()
+                      if "Application timeout caused pair closure" not in l) + "\n"
+    v = _bundle(tmp_path, {"node0.log": node0, "node1.log": (_HOLE / "node1.log").read_text(encoding="utf-8")})
+    assert any("silent [0]" in t for t in v.trace), v.trace
