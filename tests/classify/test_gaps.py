@@ -365,3 +365,27 @@ def test_without_rank_0s_timeout_line_rank_0_is_the_silent_one(tmp_path):
                       if "Application timeout caused pair closure" not in l) + "\n"
     v = _bundle(tmp_path, {"node0.log": node0, "node1.log": (_HOLE / "node1.log").read_text(encoding="utf-8")})
     assert any("silent [0]" in t for t in v.trace), v.trace
+
+
+_FR = FIXTURES / "bundles/lab-flightrec-straggler/bundle/flightrec"   # real Flight Recorder dumps, 4 ranks
+
+
+def _fr_bundle(tmp_path: Path, ranks=(0, 1, 2, 3)):
+    bundle = tmp_path / "bundle"
+    (bundle / "flightrec").mkdir(parents=True)
+    for r in ranks:
+        (bundle / "flightrec" / f"nccl_trace_rank_{r}").write_bytes((_FR / f"nccl_trace_rank_{r}").read_bytes())
+    return analyze(bundle).verdict
+
+
+def test_flight_recorder_dumps_without_a_hang_sign_lean_to_the_rank_behind(tmp_path):
+    v = _fr_bundle(tmp_path)
+    assert v.cause == "unknown", v.trace
+    lean = [f for f in v.alternatives if f.cause == "straggler_timeout"]
+    assert lean and lean[0].culprit_ranks == (2,) and "second" in lean[0].summary, v.trace
+
+
+def test_flight_recorder_dumps_with_the_late_ranks_dump_missing_do_not_lean(tmp_path):
+    # Near miss: rank 2 left no dump -- no rank is seen behind, only unseen.
+    v = _fr_bundle(tmp_path, (0, 1, 3))
+    assert not any(f.cause == "straggler_timeout" for f in v.alternatives), v.trace
