@@ -389,3 +389,17 @@ def test_flight_recorder_dumps_with_the_late_ranks_dump_missing_do_not_lean(tmp_
     # Near miss: rank 2 left no dump -- no rank is seen behind, only unseen.
     v = _fr_bundle(tmp_path, (0, 1, 3))
     assert not any(f.cause == "straggler_timeout" for f in v.alternatives), v.trace
+
+
+# NCCL v2.30.7 src/os/linux.cc: WARN("Error: failed to create shared memory file %s, error %s (%d)", shmPath, strerror(errno), errno)
+_NCCL_SHM = "h:1:2 [0] os/linux.cc:780 NCCL WARN Error: failed to create shared memory file /dev/shm/nccl-Ab12Cd, error {} ({})"
+
+
+def test_nccls_shm_file_refused_is_the_shm_setting_and_full_is_exhaustion(tmp_path):
+    (tmp_path / "ro").mkdir()
+    v = _bundle(tmp_path / "ro", {"nccl.log": _NCCL_SHM.format("Read-only file system", 30) + "\n"})
+    assert v.cause == "shm_permissions", v.trace
+    # Near miss: the same call failing with ENOSPC is a full /dev/shm
+    (tmp_path / "full").mkdir()
+    v = _bundle(tmp_path / "full", {"nccl.log": _NCCL_SHM.format("No space left on device", 28) + "\n"})
+    assert v.cause == "shm_exhausted", v.trace
