@@ -10,7 +10,7 @@ import re
 from postmortem import signals
 from postmortem.classify.index import events_of
 from postmortem.knowledge.registry import COUNTER, KIND, LIMIT, deaths, produced_by
-from postmortem.model import Case, Event, Fact, Finding
+from postmortem.model import Case, Event, Fact, Finding, Ref
 
 GIB = 1 << 30
 _KERNEL_KINDS = produced_by("parser:kernel")
@@ -197,6 +197,7 @@ def measured_state_against(case: Case, trace: list[str]) -> dict[str, tuple[floa
             out.update(_against(COUNTER.memlock_unlimited, reason, trace))
             break
     out.update(cgroup_no_oom_kill(case, trace))
+    out.update(enomem_under_memlock(case, trace))
     for f in _facts(case, "env.NCCL_P2P_DISABLE"):
         if str(f.value).strip() == "1":
             reason = f"NCCL_P2P_DISABLE=1 was set ({f.ref.describe()}): NCCL used no peer-to-peer transport"
@@ -217,3 +218,40 @@ def cgroup_no_oom_kill(case: Case, trace: list[str]) -> dict[str, tuple[float, t
     reason = (f"the job's memory cgroup counts no OOM kill ({f.ref.describe()}): "
               "no process in it was killed by an OOM killer")
     return _against(COUNTER.cgroup_no_oom_kill, reason, trace)
+
+
+def memory_plentiful(case: Case) -> tuple[Ref, str] | None:
+    """(where, why) when the bundle shows the host's memory was not the limit: MemAvailable at
+    least LIMIT.enomem_available_pct of MemTotal, no OOM kill in what the bundle holds,
+    and no other memory limit (ulimit -v, cgroup memory.max) set."""
+    facts = {f.name: f for f in case.facts}
+    total, avail = facts.get("mem.total_bytes"), facts.get("mem.available_bytes")
+    if not total or not avail or _num(total) <= 0:
+        return None
+    pct = 100 * _num(avail) / _num(total)
+    if pct < LIMIT.enomem_available_pct or events_of(case, _OOM_KILLS):
+        return None
+    virtual = facts.get("ulimit.virtual")
+    if virtual and isinstance(virtual.value, int):
+        return None
+    if any(f.name == "cgroup.memory_max_bytes" and f.value != "unlimited" for f in case.facts):
+        return None
+    return avail.ref, (f"{pct:.0f}% of host memory was available ({avail.ref.describe()}), no OOM kill is seen "
+                       "and no other memory limit is measured: the refusal was a limit's, not the host's")
+
+
+# strerror(ENOMEM) as CPython ("[Errno 12]"), libfabric ("(-12) Cannot allocate memory") and
+# "<call> failed: <strerror>" (NCCL, UCX, verbs wrappers) print it.
+_ENOMEM = re.compile(r"\[Errno 12\] Cannot allocate memory|\(-?12\)[: ]+Cannot allocate memory|failed(?: with error)?:? Cannot allocate memory")
+
+
+def enomem_events(case: Case) -> list[Event]:
+    return [e for e in case.events if "Cannot allocate memory" in (e.text or "") and _ENOMEM.search(e.text or "")]
+
+
+def enomem_under_memlock(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """An ENOMEM with a finite memlock limit and the host's memory plentiful: not host OOM."""
+    if not enomem_events(case) or not any(isinstance(f.value, int) for f in _facts(case, "ulimit.memlock")):
+        return {}
+    free = memory_plentiful(case)
+    return _against(COUNTER.enomem_with_memory_free, free[1], trace) if free else {}

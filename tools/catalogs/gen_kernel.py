@@ -90,12 +90,14 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "pcie_error", "specific", "the PCIe device could not be recovered"),
     # network links (the host's NICs, bonds and bridges): a link going down during the job cuts
     # the traffic its collectives wait on.  Weak alone: the link may be one the job did not use.
-    ("k.phy_link_down", "netdev", "drivers/net/phy/phy.c", "Link is Down",
-     "nccl_network", "subsystem", "phylib phy_print_status: the NIC's PHY lost its link"),
+    # the more specific text first: the first entry whose text a line carries wins
     ("k.intel_nic_link_down", "netdev", "drivers/net/ethernet/intel/e1000e/netdev.c", "NIC Link is Down",
      "nccl_network", "subsystem", "an Intel/Broadcom NIC driver (e1000e, igb, ixgbe, i40e, bnxt_en print the same) lost its link"),
-    ("k.mlx5e_link_down", "netdev", "drivers/net/ethernet/mellanox/mlx5/core/en_main.c", "Link down",
-     "nccl_network", "subsystem", "mlx5e_update_carrier: a ConnectX Ethernet/RoCE port lost its link"),
+    ("k.phy_link_down", "netdev", "drivers/net/phy/phy.c", "Link is Down",
+     "nccl_network", "subsystem", "phylib phy_print_status: the NIC's PHY lost its link"),
+    ("k.mlx5e_link_down", "netdev", "drivers/net/ethernet/mellanox/mlx5/core/en_main.c", "mlx5_core %s %s: Link down",
+     "nccl_network", "subsystem", "mlx5e_update_carrier: a ConnectX Ethernet/RoCE port lost its link (netdev_info prints "
+     "'<driver> <PCI address> <interface>: Link down')"),
     ("k.bond_slave_down", "netdev", "drivers/net/bonding/bond_main.c", "link status definitely down for interface %s, disabling it",
      "nccl_network", "subsystem", "a bond member lost its link and was taken out of the bond"),
     ("k.bridge_port_disabled", "netdev", "net/bridge/br_stp.c", "port %u(%s) entered disabled state",
@@ -106,7 +108,9 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
 
 # Entries that match one value of a %s: the source's own format, checked against the file
 # instead (br_log_state prints br_port_state_names[state]; only "disabled" is a fault).
-SPECIALIZED = {"k.bridge_port_disabled": "port %u(%s) entered %s state"}
+SPECIALIZED = {"k.bridge_port_disabled": "port %u(%s) entered %s state",
+               # netdev_info() puts "<driver> <device> <interface>: " before the source's own text
+               "k.mlx5e_link_down": "Link down"}
 
 # The module in an oops' RIP line, by prefix -> cause.
 MODULE_READINGS = {"nvidia": "driver_bug", "nvidia_uvm": "driver_bug", "nvidia_modeset": "driver_bug",

@@ -8,7 +8,7 @@ from postmortem.classify.rules.base import Rule, died_of, finding
 from postmortem.classify.rules.catalog import CatalogReadings
 from postmortem.classify.rules.comms import (HostOnlySocketInterface, KernelRdmaFault, NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
                                              SilentCollectiveHang)
-from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, HighHostMemoryThenDeath,
+from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, EnomemUnderMemlock, HighHostMemoryThenDeath,
                                               KilledWithoutReason, MeasuredLimit, MemoryLimitSet,
                                               ShmFullInPython, ShmSmallBesideFailure, SigbusContext)
 from postmortem.classify.rules.hang import FlightRecorderHang, StacksAtTimeout
@@ -33,6 +33,7 @@ RULES: tuple[Rule, ...] = (
     MemoryLimitSet(),
     CgroupOomKills(),
     MeasuredLimit(),
+    EnomemUnderMemlock(),
     CudaBuildNewerThanDriver(),
     NcclStoppedDuringInit(),
     FlightRecorderHang(),

@@ -6,7 +6,8 @@ from itertools import islice
 import re
 
 from postmortem import signals
-from postmortem.classify.counter_evidence import _NETWORK_TEXT, _TEARDOWN, carries_another, effective_shm_size
+from postmortem.classify.counter_evidence import (_NETWORK_TEXT, _TEARDOWN, carries_another, effective_shm_size, enomem_events,
+                                                  memory_plentiful)
 from postmortem.classify.rules.app import _traceback_of
 from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, events_of, sign_finding
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
@@ -23,14 +24,21 @@ def _is_sigbus(e: Event) -> bool:
     return died_of(e, "SIGBUS")
 
 class ShmFullInPython(Rule):
-    """ENOSPC raised by a call that writes /dev/shm (a semaphore, a shared tensor, a file
-    under /dev/shm): the tmpfs is full, whatever the disks say."""
+    """An OSError raised by a call that creates a file in /dev/shm (a semaphore, a shared
+    tensor, a file under /dev/shm), read by its errno: ENOSPC says the tmpfs is full, whatever
+    the disks say; EROFS/EACCES/EPERM say the job may not create files there (a read-only or
+    foreign-owned /dev/shm: a container setting).  A mount table showing /dev/shm mounted
+    read-only is a second, independent sign of the latter."""
 
     id = "shm-enospc"
 
     def findings(self, case, k, trace):
+        read_only = _shm_mounted_read_only(case)
         for e in case.events:
-            if e.kind != KIND.py_exception or not _ENOSPC.search(e.text or ""):
+            if e.kind != KIND.py_exception:
+                continue
+            errno = next((sign for pattern, sign in _SHM_ERRNO_SIGNS if pattern.search(e.text or "")), None)
+            if errno is None:
                 continue
             stack = _traceback_of(case, e)
             frame = next((f for f in (stack.frames if stack else ())
@@ -38,14 +46,35 @@ class ShmFullInPython(Rule):
             if "/dev/shm/" not in (e.text or "") and frame is None:
                 continue
             where = f"in {frame.function} ({(frame.file or '').rsplit('/', 1)[-1]})" if frame else "on a /dev/shm path"
-            trace.append(f"{self.id}: ENOSPC {where} at {e.ref.describe()}")
-            return [sign_finding(k, SIGN.shm_enospc_in_shared_memory, self.id,
-                                 f"No space left on device {where}: /dev/shm is full", [e], "ENOSPC",
-                                 extra_refs=(stack.ref,) if stack else ())]
+            extra = (stack.ref,) if stack else ()
+            if errno is SIGN.shm_enospc_in_shared_memory:
+                trace.append(f"{self.id}: ENOSPC {where} at {e.ref.describe()}")
+                return [sign_finding(k, errno, self.id, f"No space left on device {where}: /dev/shm is full", [e], "ENOSPC",
+                                     extra_refs=extra)]
+            trace.append(f"{self.id}: {e.text.strip()[:80]!r} {where} at {e.ref.describe()}")
+            combined = (SIGN.shm_mounted_read_only,) if read_only else ()
+            return [sign_finding(k, errno, self.id, f"{where}: the job may not create files in /dev/shm"
+                                 + (f"; /dev/shm is mounted read-only ({read_only.ref.describe()})" if read_only else ""),
+                                 [e], "shm-denied", extra_refs=extra + ((read_only.ref,) if read_only else ()),
+                                 combined=combined)]
         return []
 
 
-_ENOSPC = re.compile(r"\[Errno 28\]|No space left on device")
+# errno texts (strerror, or Python's "[Errno N]") of a failed create in /dev/shm -> the sign.
+_SHM_ERRNO_SIGNS = (
+    (re.compile(r"\[Errno 28\]|No space left on device"), SIGN.shm_enospc_in_shared_memory),
+    (re.compile(r"\[Errno (?:30|13|1)\]|Read-only file system|Permission denied|Operation not permitted"),
+     SIGN.shm_denied_in_shared_memory),
+)
+
+
+def _shm_mounted_read_only(case: Case):
+    """The /dev/shm mount in effect (the last one of each mount table) when its options say `ro`."""
+    last: dict[str, object] = {}
+    for f in case.facts:
+        if f.name == "shm.mount" and (f.ref.path not in last or (f.ref.line or 0) > (last[f.ref.path].ref.line or 0)):
+            last[f.ref.path] = f
+    return next((f for f in last.values() if "ro" in str(f.value).split(",")), None)
 
 
 class SigbusContext(Rule):
@@ -511,3 +540,36 @@ class MeasuredLimit(Rule):
                                     f"the process ran with {f.text or f'{f.name} {f.value}'} ({f.ref.describe()})",
                                     said[:3], "limit", extra_refs=(f.ref,)))
         return out
+
+
+class EnomemUnderMemlock(Rule):
+    """ENOMEM ("Cannot allocate memory") from a process that ran with a finite locked-memory
+    limit.  mlock(2), mmap(MAP_LOCKED) and ibv_reg_mr (which pins pages) answer ENOMEM when
+    RLIMIT_MEMLOCK is exceeded (man mlock.2, ERRORS), so ENOMEM alone cannot tell the memlock
+    limit from host memory.  The measured state can: a finite memlock limit is one sign; memory
+    plentiful (MemAvailable at least half of MemTotal), no OOM kill seen,
+    and no other memory limit set (ulimit -v unlimited, no cgroup memory.max) is a second,
+    independent one.  Both also speak against host memory exhaustion."""
+
+    id = "enomem-memlock"
+
+    def findings(self, case, k, trace):
+        enomem = enomem_events(case)
+        memlock = [f for f in case.facts if f.name == "ulimit.memlock" and isinstance(f.value, int)]
+        if not enomem or not memlock:
+            return []
+        limit = memlock[0]
+        trace.append(f"{self.id}: ENOMEM at {enomem[0].ref.describe()} with a finite memlock limit {limit.text} "
+                     f"({limit.ref.describe()})")
+        free = memory_plentiful(case)
+        combined = (SIGN.mem_enomem_with_memory_free,) if free else ()
+        summary = (f"ENOMEM ({enomem[0].ref.describe()}) in a process whose locked-memory limit is {limit.text} "
+                   f"({limit.ref.describe()}): mlock/ibv_reg_mr answer ENOMEM past RLIMIT_MEMLOCK")
+        if free:
+            trace.append(f"{self.id}: {free[1]}")
+            summary += f"; {free[1]}"
+        return [sign_finding(k, SIGN.limits_memlock_beside_enomem, self.id, summary, enomem[:3], "ENOMEM",
+                             extra_refs=(limit.ref, *((free[0],) if free else ())), combined=combined)]
+
+
+

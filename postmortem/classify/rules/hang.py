@@ -194,43 +194,56 @@ class StacksAtTimeout(Rule):
       collective: that rank held them up (straggler_timeout); strong when the dump says the
       busy rank was running (py-spy `active`), weak otherwise.
 
-    Needs a hang sign (a collective timeout or a timeout dump): stacks alone are a snapshot."""
+    Decided with a hang sign (a collective timeout or a timeout dump).  Without one, dumps of
+    every rank (py-spy, faulthandler, gdb: tools people run on a job that stopped moving) only
+    lean the same way: one dump is a snapshot, and a healthy job is also caught mid-collective;
+    the verdict then says to take a second dump of every rank to see whether anything moved."""
 
     id = "stacks-at-timeout"
 
     def findings(self, case, k, trace):
         hang = _hang_signs(case)
-        if not hang:
-            return []
         params = registry().signals[SIGN.stacks_different_collectives.id].params
         where = _positions(case, hang, params)
         waiting = {r: p for r, p in where.items() if p.collective}
         busy = {r: p for r, p in where.items() if not p.collective}
-        if not waiting:
-            return []
+        if not waiting or (not hang and (len(where) < 2 or _a_rank_died(case))):
+            return []   # (a snapshot beside a death: the death is the story, the dumps its aftermath)
         listing = "; ".join(f"rank {r} {p.describe()}" for r, p in sorted(where.items())[:6])
         trace.append(f"{self.id}: {listing}")
+        if not hang:
+            trace.append(f"{self.id}: no timeout or hang dump in the bundle: the dumps are a snapshot, they only lean")
+        snapshot = ("" if hang else "; no timeout or hang dump says the job hung: take a second dump of every rank "
+                    "a minute later (py-spy dump --pid) -- the same frames again make it a hang")
         calls = sorted({p.collective for p in waiting.values()})
         if len(calls) >= 2 and not busy:
             summary = (f"the ranks waited in different collectives when the job hung ({listing}): collectives "
-                       "pair by their order, so none of them could complete -- the ranks ran different code")
+                       "pair by their order, so none of them could complete -- the ranks ran different code" + snapshot)
             # gloo raises the timeout in the call that waited; NCCL's calls return at once and
             # its ranks block wherever they next synchronise, so their frames only lean.
             decided = all(p.origin == "traceback" for p in waiting.values()) or not _nccl_in(case)
             sign = SIGN.stacks_different_collectives if decided else SIGN.stacks_different_collectives_async
+            if not hang:
+                sign = SIGN.stacks_different_collectives_snapshot
             return [sign_finding(k, sign, self.id, summary, [], "desync",
                                  extra_refs=tuple(p.ref for p in where.values())[:6])]
         if busy:
             running = {r: p for r, p in busy.items() if p.running}
             sign = SIGN.stacks_rank_running_elsewhere if running else SIGN.stacks_rank_elsewhere
+            if not hang:
+                sign = SIGN.stacks_rank_elsewhere_snapshot
             late = running or busy
             summary = (f"rank(s) {_ranks(sorted(late))} {'were running' if running else 'were'} outside any "
                        f"collective while rank(s) {_ranks(sorted(waiting))} waited in {', '.join(calls)}: "
-                       f"{listing}")
+                       f"{listing}" + snapshot)
             return [sign_finding(k, sign, self.id, summary, hang[:2], "straggler",
                                  extra_refs=tuple(p.ref for p in list(late.values())[:2] + list(waiting.values())[:2]),
                                  culprits=tuple(sorted(late)))]
         return []
+
+
+def _a_rank_died(case: Case) -> bool:
+    return any(_death(e) for e in events_of(case, deaths("fatal_signal", "exit", "kernel_kill")))
 
 
 def _nccl_in(case: Case) -> bool:

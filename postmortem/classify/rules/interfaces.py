@@ -11,8 +11,8 @@ import re
 
 from postmortem.classify.rules.base import Rule, events_of, sign_finding
 from postmortem.classify.rules.config import TIMEOUT_KINDS
-from postmortem.knowledge.registry import SIGN, registry
-from postmortem.model import Fact
+from postmortem.knowledge.registry import KIND, LIMIT, SIGN, registry
+from postmortem.model import Case, Fact
 from postmortem.parsers.iproute import FACT
 
 # iproute2 print_link_stats column names (ip -s link, "RX:"/"TX:" rows) whose non-zero value
@@ -35,9 +35,43 @@ def _down(info: dict) -> bool:
     return bool(configured) and (info.get("carrier") is False or info.get("state") in _DOWN_STATES)
 
 
+# the packets counter each loss counter is a share of (lost frames are not in it)
+_PACKETS_OF = {"tx_dropped": "tx_packets", "tx_errors": "tx_packets", "tx_carrier": "tx_packets", "rx_errors": "rx_packets"}
+
+
 def _losses(info: dict) -> dict[str, int]:
+    """Loss counters at or above LIMIT.interface_loss_pct of the frames of their direction:
+    the counters run since boot, so a handful of losses among millions of frames is no fault."""
     counters = info.get("counters") or {}
-    return {c: counters[c] for c in _LOSS_COUNTERS if isinstance(counters.get(c), int) and counters[c] > 0}
+    out = {}
+    for c in _LOSS_COUNTERS:
+        lost, sent = counters.get(c), counters.get(_PACKETS_OF[c])
+        if not isinstance(lost, int) or lost <= 0:
+            continue
+        if isinstance(sent, int) and 100 * lost / (sent + lost) < LIMIT.interface_loss_pct:
+            continue
+        out[c] = lost
+    return out
+
+
+def job_interfaces(case: Case) -> set[str]:
+    """The interfaces the job's traffic used, as its own lines and settings name them: NCCL's
+    'Bootstrap : Using [0]eth0:10.0.0.1<0>' / 'NET/Socket : Using ...' and NCCL_SOCKET_IFNAME /
+    GLOO_SOCKET_IFNAME (a list of names or prefixes; '^' excludes, '=' asks an exact name)."""
+    names: set[str] = set()
+    for e in events_of(case, KIND.nccl_network):
+        if e.data.get("network") in ("Bootstrap", "Socket"):
+            names.update(str(d).split(":", 1)[0] for d in e.data.get("devices") or () if d)
+    for f in case.facts:
+        if f.name in ("env.NCCL_SOCKET_IFNAME", "env.GLOO_SOCKET_IFNAME") and not str(f.value).startswith("^"):
+            names.update(n.strip().lstrip("=") for n in str(f.value).split(",") if n.strip())
+    return {n for n in names if n}
+
+
+def _named(iface: str, names: set[str]) -> bool:
+    """NCCL_SOCKET_IFNAME entries are prefixes unless '='; a device name printed is exact."""
+    base = iface.split("@", 1)[0]
+    return any(base == n or base.startswith(n) for n in names)
 
 
 class InterfaceFaults(Rule):
@@ -50,6 +84,13 @@ class InterfaceFaults(Rule):
     def findings(self, case, k, trace):
         interfaces = [f for f in case.facts if f.name == FACT and isinstance(f.value, dict)
                       and not _host_local(str(f.value.get("name", "")))]
+        used = job_interfaces(case)
+        if used:
+            others = [f for f in interfaces if not _named(str(f.value.get("name", "")), used)]
+            if others:
+                trace.append(f"{self.id}: not the job's interfaces ({', '.join(sorted(used))}): "
+                             + ", ".join(sorted({str(f.value.get('name')) for f in others})))
+            interfaces = [f for f in interfaces if f not in others]
         down = [f for f in interfaces if _down(f.value)]
         lossy = [(f, _losses(f.value)) for f in interfaces]
         lossy = [(f, loss) for f, loss in lossy if loss]
@@ -74,6 +115,10 @@ class InterfaceFaults(Rule):
                          f"(first {timeouts[0].ref.describe()})")
             # the timeouts are the symptom being explained, present in every hang: cited, not
             # counted as a second sign (audit 4 H2)
+        if not used and len(signs) > 1:
+            # Nothing says which interface the job used: however many faults, one lean.
+            parts.append("the bundle does not say which interface the job used (NCCL's 'Using' lines, NCCL_SOCKET_IFNAME)")
+            signs = signs[:1]
         trace.append(f"{self.id}: " + "; ".join(parts))
         return [sign_finding(k, signs[0], self.id, "; ".join(parts), timeouts[:2], "interface",
                              extra_refs=tuple(dict.fromkeys(refs)), combined=tuple(signs[1:]))]
