@@ -28,10 +28,10 @@ import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from operator import attrgetter
-from typing import Sequence
+from operator import attrgetter, methodcaller
+from typing import Callable, Sequence
 
-from postmortem import intpool
+from postmortem import fold, intpool
 from postmortem.model import Basis, Event, Fact, Ref
 
 # Lines that show the job under way from its very start.
@@ -61,6 +61,8 @@ class Window:
 
 
 _KIND, _PID, _HOST = attrgetter("kind"), attrgetter("pid"), attrgetter("host")
+_DATA = attrgetter("data")
+_MEMBERS = methodcaller("get", fold.MEMBERS)
 
 
 def of_kinds(events: Sequence[Event], kinds) -> list[Event]:
@@ -264,6 +266,7 @@ def join_identities(events: list[Event], facts=()) -> list[Event]:
     if not rank_of and only_host is None:
         return events
     loopback = len(real) == 1 and bool(named_hosts & LOOPBACK)
+    _join_folded(events, facts, rank_of, lambda h: only_host if loopback and h in LOOPBACK else h or only_host)
     for i, e in enumerate(events):  # in place: the old event is freed as its successor is made
         host = only_host if loopback and e.host in LOOPBACK else e.host or only_host  # host_of(e), inline
         rank, pid = e.rank, e.pid
@@ -274,6 +277,25 @@ def join_identities(events: list[Event], facts=()) -> list[Event]:
         if host != e.host or rank != e.rank or pid != e.pid:
             events[i] = Event(e.kind, e.text, e.ref, e.severity, e.stamp, host, pid, e.tid, rank, e.data, e.when, e.seq)
     return events
+
+
+def _join_folded(events: list[Event], facts, rank_of: dict, host_of: Callable) -> None:
+    """The copies folded into an event (fold.py) are processes too: each copy's host, pid and
+    rank become what its own event's would have (in place)."""
+    at = [i for i, m in enumerate(map(_MEMBERS, map(_DATA, events))) if m]
+    if not at:
+        return
+    aliases = pid_aliases(facts)
+    for i in at:
+        e = events[i]
+        joined = []
+        for path, line, host, pid, tid, rank in e.data[fold.MEMBERS]:
+            host = host_of(host)
+            pid = aliases.get(pid, pid) if pid is not None else None
+            if rank is None and pid is not None:
+                rank = rank_of.get((host, pid))
+            joined.append((path, line, host, pid, tid, rank))
+        events[i] = dataclasses.replace(e, data={**e.data, fold.MEMBERS: tuple(joined)})
 
 
 # --------------------------------------------------------------------------- the window

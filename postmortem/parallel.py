@@ -27,11 +27,13 @@ process: every artifact still gets its own clear message, never a traceback.
 from __future__ import annotations
 
 import itertools
+from itertools import accumulate
 import os
 import sys
 import time
 from typing import Callable
 
+from postmortem import fold
 from postmortem.budget import Meter
 from postmortem.model import Event, Ref, Severity
 
@@ -115,9 +117,14 @@ def _read_group(start: int, stop: int, bytes_before: int) -> tuple:
     for entry in entries[start:stop]:
         marks = (len(got.events), len(got.stacks), len(got.facts), len(got.artifacts), meter.bytes)
         read_one(entry, got, options, k)
-        per_entry.append((got.artifacts[marks[3]:], _encode(got.events[marks[0]:]), got.stacks[marks[1]:],
-                          got.facts[marks[2]:], meter.bytes - marks[4]))
-    return per_entry, next(numbering), meter.notes, meter.stopped
+        per_entry.append([got.artifacts[marks[3]:], len(got.events) - marks[0], got.stacks[marks[1]:],
+                          got.facts[marks[2]:], meter.bytes - marks[4]])
+    # Routine INFO copies of the group's files folded (fold.py) before they cross the pipe;
+    # the parent folds the groups again.
+    parts, folded = fold.fold_parts(got.events, list(accumulate(made for _, made, *_ in per_entry)))
+    for row, part in zip(per_entry, parts):
+        row[1] = _encode(part)
+    return per_entry, next(numbering), meter.notes, meter.stopped, folded
 
 
 _CLASSES: dict[str, int] = {}
@@ -177,11 +184,11 @@ def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable) 
             if got_it is None:  # past the time limit, dead, or failed outside the artifact guard
                 meter.out_of_time()
                 return start
-            per_entry, used, notes, stopped = got_it
-            events = sum(len(r[1]) for r in per_entry)
+            per_entry, used, notes, stopped, folded = got_it
+            events = sum(len(r[1]) for r in per_entry) + folded  # copies folded into an event count (fold.py)
             bytes_read = sum(r[4] for r in per_entry)
             budget_stop = stopped is not None and not stopped.startswith("time limit")
-            if budget_stop or len(got.events) + events > meter.budget.events \
+            if budget_stop or len(got.events) + got.folded + events > meter.budget.events \
                     or meter.bytes + bytes_read > meter.budget.bytes:
                 return start  # a budget reached inside the group: read it as one process would
             base = _advance(got)
@@ -193,7 +200,8 @@ def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable) 
                 got.stacks.extend(stacks)
                 got.facts.extend(facts)
                 meter.bytes += nbytes
-            meter.events = len(got.events)
+            got.folded += folded
+            meter.events = len(got.events) + got.folded
             got.numbering = itertools.count(base + used)
             for note in notes:
                 meter.note(note)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from postmortem import bundle, knowledge, parallel, ranges, scan, timeline
+from postmortem import bundle, fold, knowledge, parallel, ranges, scan, timeline
 from postmortem.budget import Budget, Meter
 from postmortem.classify import classify
 from postmortem.model import Analysis, Artifact, ArtifactStatus, Case
@@ -47,6 +47,7 @@ class _Collected(Sink):
     artifacts: list[Artifact] = field(default_factory=list)
     meter: Meter = field(default_factory=Meter)
     line_classes: dict[str, int] = field(default_factory=dict)  # scan.scan_text's `shared`
+    folded: int = 0   # events folded into others by the workers (fold.py): budgets count them
 
 
 def analyze(path: Path, options: Options = Options()) -> Analysis:
@@ -81,8 +82,9 @@ def _analyze(path: Path, options: Options) -> Analysis:
 
 
 def _taken_events(got: _Collected) -> tuple:
-    events, got.events = tuple(got.events), []
-    return events
+    """The events read, routine INFO copies of many ranks folded (fold.py)."""
+    events, got.events = fold.fold(got.events)[0], []
+    return tuple(events)
 
 
 def _read_one(entry: bundle.Entry, got: _Collected, options: Options, k) -> None:
@@ -95,7 +97,7 @@ def _read_one(entry: bundle.Entry, got: _Collected, options: Options, k) -> None
     if options.progress:
         options.progress(entry.path)
     got.artifacts.append(_noted(entry, _read_entry(entry, got, options, k)))
-    meter.events = len(got.events)
+    meter.events = len(got.events) + got.folded
 
 
 def _noted(entry: bundle.Entry, art: Artifact) -> Artifact:

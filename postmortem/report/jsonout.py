@@ -89,8 +89,10 @@ def listed_events(events: list[Event] | Digest, cited: set, keys: list[tuple] | 
     a Digest, or events in timeline order (`keys`: their row_key()s, when known)."""
     d = events if isinstance(events, Digest) else None
     all_events = d.events if d is not None else events
-    if len(all_events) <= MAX_TIMELINE_EVENTS:
-        return list(all_events), 0
+    # Copies folded into one event (fold.py) are not listed one by one either.
+    folded = sum(map(len, d.folded().values())) if d is not None else 0
+    if len(all_events) + folded <= MAX_TIMELINE_EVENTS:   # the bundle's events, folded copies included
+        return list(all_events), folded
     if d is None:
         per_row: dict[tuple, int] = {}
         keep = []
@@ -109,7 +111,7 @@ def listed_events(events: list[Event] | Digest, cited: set, keys: list[tuple] | 
             keep[i].severity not in (Severity.ERROR, Severity.FATAL, Severity.WARNING), i))
         chosen = sorted(ranked[:MAX_TIMELINE_EVENTS])
         keep = [keep[i] for i in chosen]
-    return keep, len(all_events) - len(keep)
+    return keep, len(all_events) - len(keep) + folded
 
 
 def _cited_events(events: list[Event], cited: set) -> list[int]:

@@ -20,7 +20,7 @@ from itertools import compress, repeat
 from operator import attrgetter, itemgetter, methodcaller, not_
 from typing import Any, Iterable, Sequence
 
-from postmortem import intpool
+from postmortem import fold, intpool
 from postmortem.model import Event
 
 _MASK = re.compile(r"0x[0-9a-fA-F]+|\d+")
@@ -31,6 +31,8 @@ _TEXT_CUT = 300
 _ONE_FOR_DIGITS = bytes.maketrans(b"23456789", b"11111111")
 _SEQ, _KIND, _WHEN = attrgetter("seq"), attrgetter("kind"), attrgetter("when")
 _CONTEXT = methodcaller("get", "context")
+_MEMBERS = methodcaller("get", fold.MEMBERS)
+_MEMBER_FIELD = {"ref.path": 0, "ref.line": 1, "host": 2, "pid": 3, "tid": 4, "rank": 5}  # fold.member's order
 
 
 def shown_events(events: Iterable[Event]) -> list[Event]:
@@ -44,6 +46,9 @@ def shown_events(events: Iterable[Event]) -> list[Event]:
             if lines is None:
                 lines = parsed[e.ref.path] = set()
             lines.add(e.ref.line)
+            if fold.MEMBERS in e.data:  # a copy folded into this event was read there too (fold.py)
+                for path, line, *_ in e.data[fold.MEMBERS]:
+                    parsed.setdefault(path, set()).add(line)
     empty: set[int] = set()
     return [e for e in events if not (e.kind.startswith("msg.") and e.ref.line in parsed.get(e.ref.path, empty))]
 
@@ -108,6 +113,34 @@ class Digest:
         """A column's values for row r's events, in order."""
         m = self.members[r]
         return [column[m[0]]] if len(m) == 1 else list(itemgetter(*m)(column))
+
+    def folded(self) -> dict[int, tuple]:
+        """Event index -> the copies folded into it (fold.py), for the events that have any."""
+        got = self._columns.get("folded")
+        if got is None:
+            held = list(map(_MEMBERS, map(attrgetter("data"), self.events)))
+            got = self._columns["folded"] = {i: m for i, m in enumerate(held) if m} if any(held) else {}
+        return got  # type: ignore[return-value]
+
+    def count(self, r: int) -> int:
+        """Row r's events, each folded copy counted (fold.py)."""
+        m, f = self.members[r], self.folded()
+        return len(m) + sum(len(f[i]) for i in m if i in f) if f else len(m)
+
+    def of_row_all(self, r: int, name: str) -> list:
+        """of_row(r, column(name)) with each folded copy's value after its event's
+        (`name`: ref.path, ref.line, host, pid, tid or rank)."""
+        m, f = self.members[r], self.folded()
+        values = self.of_row(r, self.column(name))
+        if not f or not any(i in f for i in m):
+            return values
+        k = _MEMBER_FIELD[name]
+        out = []
+        for i, v in zip(m, values):
+            out.append(v)
+            if i in f:
+                out.extend(x[k] for x in f[i])
+        return out
 
     def events_at(self, paths: set[str]) -> list[int]:
         """Indices of the events read from these artifacts."""
@@ -189,17 +222,16 @@ def timeline_rows(events: Iterable[Event] | Digest, keep_all_severe: bool = True
         events = Digest(events, row_of, folded_keys, members, timed)
     d = events
     ev = d.events
-    ranks, hosts, paths = d.column("rank"), d.column("host"), d.column("ref.path")
     out = []
     for r, (key, m) in enumerate(zip(d.keys, d.members)):
         e = ev[m[0]]
         first_at, last_at = _first_last_time(d, m)
         out.append({
-            "kind": e.kind, "severity": e.severity.value, "text": e.text, "count": len(m),
+            "kind": e.kind, "severity": e.severity.value, "text": e.text, "count": d.count(r),
             "first_ts": first_at, "last_ts": last_at, "ts_basis": e.when.basis.value if e.when else "order-only",
             "uncertainty_s": e.when.uncertainty_s if e.when else None,
-            "ranks": _unique(d.of_row(r, ranks)), "hosts": _unique(d.of_row(r, hosts)),
-            "sources": list(dict.fromkeys(d.of_row(r, paths))),
+            "ranks": _unique(d.of_row_all(r, "rank")), "hosts": _unique(d.of_row_all(r, "host")),
+            "sources": list(dict.fromkeys(d.of_row_all(r, "ref.path"))),
             "first_line": e.ref.line, "first_source": e.ref.path, "seq": e.seq, "context": key[2] or None,
         })
     return out

@@ -181,11 +181,11 @@ def _fold(d: rows.Digest, root_keys: set, root_seq: int | None, cited_keys: set,
     for r, (key, m) in enumerate(zip(d.keys, d.members)):
         first = ev[m[0]]
         row = Row(r + 1, first.kind, source_of(first.kind), max(set(d.of_row(r, severities)), key=SEVERITY_ORDER.__getitem__),
-                  first.text, first, ev[m[-1]], count=len(m), context=key[2],
-                  ranks=set(d.of_row(r, ranks)) - {None}, hosts=set(d.of_row(r, hosts)) - {None, ""},
+                  first.text, first, ev[m[-1]], count=d.count(r), context=key[2],
+                  ranks=set(d.of_row_all(r, "rank")) - {None}, hosts=set(d.of_row_all(r, "host")) - {None, ""},
                   sample=[ev[i] for i in m[:MAX_OCCURRENCES]])
         if key[2]:
-            folded[key[2]] = folded.get(key[2], 0) + len(m)
+            folded[key[2]] = folded.get(key[2], 0) + row.count
         row_list.append(row)
     row_of = d.row_of
     for i in roots:

@@ -1,0 +1,127 @@
+"""Folding the routine INFO lines every rank prints alike into one event (issue 17).
+
+A 512-rank NCCL_DEBUG=INFO bundle makes ~51 events per rank; 30 of them are unstructured
+INFO messages (`NET/Plugin : No plugin found`, `Setting affinity ...`) that the NCCL
+parser already collapses within one file (parsers/nccl.py, `_plain_info`: the first
+line of each message shape is an event with a `count` and `pids`).  Across files they
+are the same message again and again: placing, classifying and rendering 15,000 copies
+was most of the serial work after parsing.
+
+Here the copies from later files are folded into the bundle's first event of the shape:
+
+* only plain `nccl.info` events fold (data exactly msg, dev, count, pids; INFO; no time
+  printed, no rank from a wrapper): no rule reads them (rules read messages through the
+  `msg.*` events of the message matcher, and WARNs, errors, Init, network, transport and
+  ring events are never folded);
+* the folded event keeps its own line, text and citation; its `count` becomes every
+  copy's lines, its `pids` the union (first 64); `folded` says how many events it
+  stands for besides itself, and `fold_members` (a tuple, so the JSON leaves it out)
+  holds each folded copy's (path, line, host, pid, tid, rank) in reading order, so the
+  timeline rows keep their full counts, rank, host and source sets (report/rows.py);
+* never in an artifact with a printed time: its untimed lines are placed between its
+  timed ones, and a folded copy would lose that place.
+
+`fold` is associative (a worker folds its group's files, the parent folds the groups
+again: tests/test_fold.py) and takes events in reading order.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Iterable, Sequence
+
+from postmortem.model import Event, Severity
+
+FOLDED = "folded"              # data: how many other events this one stands for
+MEMBERS = "fold_members"       # data: their (path, line, host, pid, tid, rank), a tuple (not in the JSON)
+MAX_PIDS = 64                  # as NcclParser's _MAX_LISTED
+_PLAIN_KEYS = frozenset(("msg", "dev", "count", "pids"))
+_FOLD_KEYS = _PLAIN_KEYS | {FOLDED, MEMBERS}
+# Numbers and hex ids masked, as NcclParser._about's shape (the parser's own key for a plain message).
+_SHAPE = re.compile(r"0x[0-9a-fA-F]+|\d+")
+
+
+def foldable(e: Event) -> bool:
+    """A plain NCCL INFO event whose copies say nothing a rule reads."""
+    if e.kind != "nccl.info" or e.severity is not Severity.INFO or e.stamp is not None or e.rank is not None \
+            or e.when is not None:
+        return False
+    keys = e.data.keys()
+    return _PLAIN_KEYS <= keys and keys <= _FOLD_KEYS and isinstance(e.data["msg"], str) \
+        and isinstance(e.data["count"], int) and isinstance(e.data["pids"], list)
+
+
+def member(e: Event) -> tuple:
+    return (e.ref.path, e.ref.line, e.host, e.pid, e.tid, e.rank)
+
+
+def fold(events: Sequence[Event]) -> tuple[list[Event], int]:
+    """The events with each foldable copy folded into the first event of its shape from
+    another artifact, and how many events were folded away.  Copies within one artifact
+    are the parser's business (they are one event already)."""
+    kept, away = _folded(events)
+    return [e for _, e in kept], away
+
+
+def fold_parts(events: Sequence[Event], ends: Sequence[int]) -> tuple[list[list[Event]], int]:
+    """fold() of `events`, cut back into the parts that end at `ends` (indices into
+    `events`): what each part keeps."""
+    kept, away = _folded(events)
+    parts: list[list[Event]] = [[] for _ in ends]
+    p = 0
+    for i, e in kept:
+        while i >= ends[p]:
+            p += 1
+        parts[p].append(e)
+    return parts, away
+
+
+def _folded(events: Sequence[Event]) -> tuple[list[tuple[int, Event]], int]:
+    """(index, event) of every event kept, a folded one with its new data; how many folded away."""
+    timed = {e.ref.path for e in events if e.stamp is not None}  # placed between timed lines: never folded
+    leaders: dict[str, int] = {}        # shape -> index in `out` of its first event
+    grown: dict[int, dict] = {}         # index in `out` -> the leader's new data
+    out: list[tuple[int, Event]] = []
+    away = 0
+    for i, e in enumerate(events):
+        if not foldable(e) or e.ref.path in timed:
+            out.append((i, e))
+            continue
+        shape = _SHAPE.sub("#", e.data["msg"])
+        at = leaders.get(shape)
+        if at is None or out[at][1].ref.path == e.ref.path:
+            if at is None:
+                leaders[shape] = len(out)
+            out.append((i, e))
+            continue
+        data = grown.get(at)
+        if data is None:
+            lead = out[at][1].data
+            data = grown[at] = {**lead, "pids": list(lead["pids"]), FOLDED: lead.get(FOLDED, 0),
+                                MEMBERS: list(lead.get(MEMBERS, ()))}
+        more = e.data
+        data["count"] += more["count"]
+        pids = data["pids"]
+        for pid in more["pids"]:
+            if len(pids) >= MAX_PIDS:
+                break
+            if pid not in pids:
+                pids.append(pid)
+        data[MEMBERS].append(member(e))
+        data[MEMBERS].extend(more.get(MEMBERS, ()))
+        data[FOLDED] += 1 + more.get(FOLDED, 0)
+        away += 1
+    for at, data in grown.items():
+        data[MEMBERS] = tuple(data[MEMBERS])
+        i, e = out[at]
+        out[at] = (i, dataclasses.replace(e, data=data))
+    return out, away
+
+
+def weight(e: Event) -> int:
+    """How many events `e` stands for (1, or more for a folded event)."""
+    return 1 + e.data.get(FOLDED, 0)
+
+
+def members(e: Event) -> Iterable[tuple]:
+    return e.data.get(MEMBERS, ())
