@@ -18,7 +18,9 @@ def test_every_lab_bundle_is_right_and_cites_real_lines():
 def test_corpus_floors_and_no_confident_mistake():
     result = evaluate([ROOT / "fixtures/corpus"])
     n = result["total"]
-    assert result["category_correct"] >= 0.9 * n and result["cause_correct"] >= 0.75 * n
+    # 17/20 categories since audit 5 (two NCCL versions not shown to be one run, one failure read
+    # twice and an ENOMEM whose call is not named now lean instead of claiming): 18/20 was 0.9
+    assert result["category_correct"] >= 0.85 * n and result["cause_correct"] >= 0.75 * n, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == n
 
@@ -38,7 +40,8 @@ def test_validation_set_floor():
     # bundles of 1-20 lines whose only sign is weak (a bare "unhandled system error", an exit
     # code -9, a SIGBUS with no location, NCCL stopping during init), each now "leaning" its
     # cause with what to collect; before the policy they were claimed tentatively (75/83, 72/83).
-    assert result["category_correct"] >= 53 and result["cause_correct"] >= 51
+    # audit 5 fixes (one fact read twice is one sign, ENOMEM/memlock, versions): 49/83 and 48/83 measured
+    assert result["category_correct"] >= 49 and result["cause_correct"] >= 48, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
 
@@ -51,7 +54,7 @@ def test_frozen_split_first_seen_floor():
     assert result["total"] == 44
     # With the strict claim policy (issue 13 §4) the floor is what this test printed when it
     # failed (category 25, cause 24; no case folder or per-case output read): one weak sign no longer claims.
-    assert result["category_correct"] >= 25 and result["cause_correct"] >= 24
+    assert result["category_correct"] >= 25 and result["cause_correct"] >= 24, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
 
@@ -63,7 +66,7 @@ def test_validation20_floor():
     result = evaluate([ROOT / "fixtures/validation20"])
     assert result["total"] == 52
     # strict claim policy (issue 13 §4): 36/52, 36/52 measured (38/52 and 37/52 with tentative claims)
-    assert result["category_correct"] >= 36 and result["cause_correct"] >= 36
+    assert result["category_correct"] >= 36 and result["cause_correct"] >= 36, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
 
@@ -76,7 +79,8 @@ def test_validation21_floor():
     result = evaluate([ROOT / "fixtures/validation21"])
     assert result["total"] == 60
     # strict claim policy (issue 13 §4): 38/60, 37/60 measured (46/60 and 43/60 with tentative claims)
-    assert result["category_correct"] >= 38 and result["cause_correct"] >= 37
+    # audit 5 fixes: 36/60, 35/60 measured
+    assert result["category_correct"] >= 36 and result["cause_correct"] >= 35, (result["category_correct"], result["cause_correct"])
     assert set(result["confident_wrong"]) <= {"nvlink-bad-state-nvls-multicast-bind-401-14"}
     assert result["evidence_ok"] == result["total"]
 
@@ -87,7 +91,7 @@ def test_validation22_floor():
     result = evaluate([ROOT / "fixtures/validation22"])
     assert result["total"] == 23
     # strict claim policy (issue 13 §4): 8/23, 7/23 measured (10/23 and 8/23 with tentative claims)
-    assert result["category_correct"] >= 8 and result["cause_correct"] >= 7
+    assert result["category_correct"] >= 8 and result["cause_correct"] >= 7, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
 
@@ -100,6 +104,8 @@ def test_second_frozen_split_first_seen_floor():
     assert result["total"] == 35
     # With the strict claim policy (issue 13 §4) the floor is what this test printed when it
     # failed (category 18, cause 17; no case folder or per-case output read).
-    assert result["category_correct"] >= 18 and result["cause_correct"] >= 17
+    # After the audit 5 fixes: what this test printed when it failed (category 15, cause 15; no
+    # case folder or per-case output read).
+    assert result["category_correct"] >= 15 and result["cause_correct"] >= 15, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]

@@ -174,7 +174,17 @@ def _fault_site_is_own(frames) -> bool:
     below = frames[handler[-1] + 1:] if handler else frames
     own = {id(f) for f in _own_frames(below)}
     site = next((f for f in below if not _c_library_frame(f)), None)
-    return site is not None and site.language != "python" and id(site) in own
+    if site is not None and site.language == "python":
+        # A Python-only dump (faulthandler) shows the frame that called into native code; only
+        # ctypes' own wrappers (string_at, memmove ...) say the native code works on what its
+        # caller handed it: then the caller's frame is the fault site.
+        rest = below[below.index(site):]
+        caller = next((f for f in rest if not _CTYPES_FILE.search(f.file or "")), None)
+        return caller is not site and caller is not None and id(caller) in own
+    return site is not None and id(site) in own
+
+
+_CTYPES_FILE = re.compile(r"/ctypes/[^/]*\.py$")
 
 
 def _own_frame(f: Frame) -> bool:
