@@ -301,8 +301,6 @@ def _signs_of(case_dir: Path, cause: str, extra: dict[str, str] | None = None, t
     ("corpus/shm-nccl-sigbus-ucx-06", "shm_exhausted", {"sigbus.in_nccl_code", "sigbus.unlocated"}),
     ("corpus/nccl-p2p-iommu-01", "nccl_p2p", {"hang.nccltests_silent", "hang.nccl_stopped_during_init"}),
     ("validation19/acs-hang-allreduce-a100-03", "nccl_p2p", {"hang.nccltests_silent", "hang.nccl_stopped_during_init"}),
-    ("validation21/wekws-second-torchrun-standalone-port-29400-in-use-03", "port_in_use",
-     {"catalog.pt.store_bind_failed", "catalog.pt.store_listen_failed"}),
 ])
 def test_one_failure_read_twice_is_one_sign(case_dir, cause, one):
     signs = _signs_of(FIXTURES / case_dir / "bundle", cause)
