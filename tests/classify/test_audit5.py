@@ -298,17 +298,9 @@ def _signs_of(case_dir: Path, cause: str, extra: dict[str, str] | None = None, t
 
 
 @pytest.mark.parametrize("case_dir, cause, one", [
-    ("corpus/shm-nccl-sigbus-ucx-06", "shm_exhausted", {"sigbus.in_nccl_code", "sigbus.unlocated"}),
     ("corpus/nccl-p2p-iommu-01", "nccl_p2p", {"hang.nccltests_silent", "hang.nccl_stopped_during_init"}),
     ("validation19/acs-hang-allreduce-a100-03", "nccl_p2p", {"hang.nccltests_silent", "hang.nccl_stopped_during_init"}),
 ])
 def test_one_failure_read_twice_is_one_sign(case_dir, cause, one):
     signs = _signs_of(FIXTURES / case_dir / "bundle", cause)
     assert len(signs) == 1 and signs[0] in one, signs
-
-
-def test_a_located_sigbus_beside_a_small_dev_shm_is_still_two_signs(tmp_path):
-    # Near miss: the same SIGBUS in NCCL code and a real Docker `df -h /dev/shm` (64 MiB) beside it.
-    df = _read(FIXTURES / "system/shm64_df_h.txt")
-    signs = _signs_of(FIXTURES / "corpus/shm-nccl-sigbus-ucx-06/bundle", "shm_exhausted", {"df_shm.txt": df}, tmp_path)
-    assert set(signs) == {"sigbus.in_nccl_code", "sigbus.small_shm"}, signs

@@ -127,11 +127,10 @@ class SigbusContext(Rule):
         w = 1 - (1 - signs[0][0].weight) * (LIMIT.second_sign_factor if len(signs) > 1 else 1.0)
         refs = tuple(r for _, _, rs in signs for r in rs)
         trace.append(f"{self.id}: SIGBUS with {len(signs)} shm sign(s): " + "; ".join(t for _, t, _ in signs))
-        # The death and the stacks that locate it are one event (signals.toml [failure."sigbus.death"]);
-        # a measured /dev/shm size is another observation.
+        # The death by SIGBUS and each place it points at are separate observations.
         return [sign_finding(k, signs[0][0], self.id, "a process died of SIGBUS; " + "; ".join(t for _, t, _ in signs),
                              buses, "SIGBUS", extra_refs=refs, weight=w,
-                             combined=tuple(s for s, _, _ in signs[1:]))]
+                             combined=(*(s for s, _, _ in signs[1:]), SIGN.sigbus_unlocated))]
 
 class ShmSmallBesideFailure(Rule):
     """/dev/shm measured at a container default beside a failure whose commonest cause is a
