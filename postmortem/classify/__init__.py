@@ -24,7 +24,7 @@ from postmortem.classify.rules import RULES
 from postmortem.classify.index import events_of
 from postmortem.classify.signature import signature_of
 from postmortem.knowledge import Knowledge
-from postmortem.knowledge.registry import KIND, LIMIT
+from postmortem.knowledge.registry import KIND, LIMIT, registry
 from postmortem.model import Case, Category, Finding, Verdict
 
 _DATA, _CONTEXT = attrgetter("data"), methodcaller("get", "context")
@@ -104,15 +104,24 @@ def _decide(case: Case, k: Knowledge) -> Verdict:
 
 def _independent_signs(findings: list[Finding]) -> list[str]:
     """The distinct registered signs the findings rest on; a finding that cites exactly the
-    lines another one cites (two readings of the same lines) adds none."""
+    lines another one cites (two readings of the same lines) adds none, and signs that read
+    one failure as different programs print it (signals.toml [failure]) count once."""
     out: list[str] = []
     seen_lines: list[set] = []
+    failures = registry().failures
+    seen_failures: set[str] = set()
     for f in sorted(findings, key=lambda f: -f.confidence):
         lines = {(r.path, r.line) for r in f.evidence}
         if lines and any(lines == s for s in seen_lines):
             continue
         seen_lines.append(lines)
-        out.extend(s for s in (f.signs or (f.signal or f.discriminator or f.rule,)) if s not in out)
+        for s in (f.signs or (f.signal or f.discriminator or f.rule,)):
+            failure = failures.get(s)
+            if s in out or (failure and failure in seen_failures):
+                continue
+            out.append(s)
+            if failure:
+                seen_failures.add(failure)
     return out
 
 

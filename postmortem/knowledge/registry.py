@@ -64,6 +64,7 @@ class Registry:
     signals: dict[str, Signal]
     limits: dict[str, Limit]
     counters: dict[str, Counter]
+    failures: dict[str, str] = field(default_factory=dict)   # signal id -> the failure it reads (signals.toml [failure])
 
     def kinds_with_death(self, *deaths: str) -> frozenset[str]:
         return frozenset(s.id for s in self.signals.values() if s.death and (not deaths or s.death in deaths))
@@ -128,7 +129,16 @@ def parse_signals(data: dict, causes: Iterable[str], origin: str = "signals.toml
         if not 0 < float(e.get("factor", 0)) < 1 or not e.get("provenance"):
             raise KnowledgeError(f"{where}: factor in (0, 1) and provenance are required")
         counters[cid] = Counter(cid, against, float(e["factor"]), e["provenance"])
-    return Registry(signals, limits, counters)
+    failures: dict[str, str] = {}
+    for fid, e in data.get("failure", {}).items():
+        where = f"{origin} [failure.\"{fid}\"]"
+        if not e.get("signals") or not e.get("provenance"):
+            raise KnowledgeError(f"{where}: signals and provenance are required")
+        for sid in e["signals"]:
+            if sid in failures:
+                raise KnowledgeError(f"{where}: {sid} already reads failure {failures[sid]}")
+            failures[str(sid)] = fid
+    return Registry(signals, limits, counters, failures)
 
 
 @functools.lru_cache(maxsize=None)

@@ -177,3 +177,139 @@ def test_an_intel_nic_link_down_is_its_own_entry():
     from postmortem.knowledge import catalog as C
     hit = C.match_message("[ 812.334455] e1000e 0000:00:1f.6 eno1: NIC Link is Down")
     assert hit is not None and hit.entry.id == "k.intel_nic_link_down"
+
+
+# ---------------------------------------------------------------- (e) gloo: one failure, and a refusal by a live peer
+
+_LOOP = FIXTURES / "validation22/lab4-hostname-loopback-gloo/bundle"   # real lab bundle: hostname -> 127.0.1.1
+
+
+def _loop(*names: str) -> dict[str, str]:
+    return {n: (_LOOP / n).read_text(encoding="utf-8") for n in names}
+
+
+def test_a_refusal_while_the_peer_still_waited_is_the_network_setup(tmp_path):
+    v = _bundle(tmp_path, _loop("node0.log", "node1.log"))
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+    assert v.root.rule == "refused-while-peer-waited" and "127.0.1.1 is a loopback address" in v.root.summary
+
+
+def test_a_refusal_with_no_sign_of_a_live_peer_is_not_read_as_setup(tmp_path):
+    # Near miss: rank 0's log alone -- the peer may simply be gone.
+    v = _bundle(tmp_path, _loop("node0.log"))
+    assert not any(f.rule == "refused-while-peer-waited" for f in (v.root, *v.alternatives, *v.symptoms) if f), v.trace
+
+
+def test_a_refusal_beside_a_dead_process_is_not_read_as_setup(tmp_path):
+    # Near miss: the same two logs plus a real torchrun record of a rank killed by SIGKILL.
+    log = (FIXTURES / "bundles/lab-flightrec-sigkill/bundle/train.log").read_text(encoding="utf-8")
+    v = _bundle(tmp_path, _loop("node0.log", "node1.log") | {"train.log": log})
+    assert not any(f.rule == "refused-while-peer-waited" for f in (v.root, *v.alternatives, *v.symptoms) if f), v.trace
+
+
+def test_gloo_per_attempt_lines_and_the_connectfullmesh_wrapper_are_one_sign():
+    from postmortem.classify import _independent_signs
+    from postmortem.model import Finding, Category, Ref
+    def f(sign, line):
+        return Finding(cause="nccl_network", category=Category.COMMS, confidence=0.3, rule="r", summary="",
+                       evidence=(Ref(path="node0.log", line=line, text="x"),), strength="weak", signal=sign)
+    signs = _independent_signs([f("msg.gloo_connect_failed", 3), f("catalog.pt.gloo_connect_full_mesh", 7)])
+    assert signs == ["msg.gloo_connect_failed"]
+    # Near miss: two different failures still count twice
+    assert len(_independent_signs([f("msg.gloo_connect_failed", 3), f("msg.gloo_loopback_fallback", 1)])) == 2
+
+
+# ---------------------------------------------------------------- (d) one-line NCCL version errors
+
+# NCCL src/init.cc (v2.27.3, v2.30.7): WARN("Mismatched NCCL version detected : rank %d version %d rank %d version %d")
+_MISMATCH = "node1:1234:1234 [0] init.cc:1043 NCCL WARN Mismatched NCCL version detected : rank {} version {} rank {} version {}"
+
+
+def test_nccls_own_mismatch_warning_alone_is_the_version_mismatch(tmp_path):
+    v = _bundle(tmp_path, {"nccl.log": _MISMATCH.format(0, 22703, 1, 21903) + "\n"})
+    assert v.cause == "nccl_version_mismatch", v.trace
+
+
+def test_invalid_usage_with_one_nccl_version_is_not_read_as_a_mismatch(tmp_path):
+    # Near miss: torch's 'NCCL error in: ..., invalid usage, NCCL version X' (ProcessGroupNCCL.cpp
+    # C10D_NCCL_CHECK) from two ranks on the same version -- the application's misuse, not versions.
+    line = ("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, invalid usage, "
+            "NCCL version 2.19.3\nncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n")
+    v = _bundle(tmp_path, {"node0.log": line, "node1.log": line})
+    assert v.cause != "nccl_version_mismatch", v.trace
+    # ... and the same lines with two versions are
+    other = line.replace("2.19.3", "2.18.1")
+    (tmp_path / "two").mkdir()
+    v = _bundle(tmp_path / "two", {"node0.log": line, "node1.log": other})
+    assert v.cause == "nccl_version_mismatch", v.trace
+
+
+_EFA = FIXTURES / "validation22/efa-libfabric-enomem-post-rx-buffers-memlock-65536-07/bundle/stderr.txt"  # public, verbatim
+
+
+def test_the_efa_providers_enomem_alone_only_leans_to_the_memlock_limit(tmp_path):
+    v = _bundle(tmp_path, {"stderr.txt": _EFA.read_text(encoding="utf-8")})
+    assert v.cause == "unknown" and v.alternatives and v.alternatives[0].cause == "memlock_limit", v.trace
+    assert any("ulimit" in c for c in v.collect)
+
+
+def test_the_efa_providers_enomem_with_a_finite_memlock_limit_measured_is_claimed(tmp_path):
+    # Composed at test time: the public EFA lines beside the lab bundle's real `ulimit -a`.
+    files = {"stderr.txt": _EFA.read_text(encoding="utf-8"), "ulimit.txt": (_MLOCK / "ulimit.txt").read_text(encoding="utf-8")}
+    v = _bundle(tmp_path, files)
+    assert v.cause == "memlock_limit", v.trace
+
+
+# ---------------------------------------------------------------- the job's own assert() (SIGABRT)
+
+_ASSERT = FIXTURES / "validation22/lab4-hashed-ids-assert-core/bundle"   # real lab bundle, core read by gdb
+
+
+def _assert_files(**replace: str) -> dict[str, str]:
+    names = ("torchrun.log", "gdb_bt.txt", "logs/attempt_0/0/stderr.log", "logs/attempt_0/1/stderr.log")
+    files = {n: (_ASSERT / n).read_text(encoding="utf-8") for n in names}
+    files.update(replace)
+    return files
+
+
+def _bundle_tree(tmp_path: Path, files: dict[str, str]):
+    bundle = tmp_path / "bundle"
+    for name, text in files.items():
+        (bundle / name).parent.mkdir(parents=True, exist_ok=True)
+        (bundle / name).write_text(text, encoding="utf-8")
+    return analyze(bundle).verdict
+
+
+def test_sigabrt_from_glibc_assert_in_the_jobs_extension_is_the_jobs_code(tmp_path):
+    v = _bundle_tree(tmp_path, _assert_files())
+    assert (v.category.value, v.cause) == ("config", "app_error"), v.trace
+    assert "SIGABRT in segment_sum" in v.root.summary
+
+
+def test_sigabrt_without_an_assert_in_the_jobs_code_is_not_read_as_it(tmp_path):
+    # Near miss: the same logs with a real gdb backtrace of a process that called abort() from its
+    # signal handler (fixtures/gdb/gdb-handler.txt): a library's or handler's abort, no assert.
+    handler = (FIXTURES / "gdb/gdb-handler.txt").read_text(encoding="utf-8")
+    v = _bundle_tree(tmp_path, _assert_files(**{"gdb_bt.txt": handler}))
+    assert not any("SIGABRT in" in f.summary for f in (v.root, *v.alternatives, *v.symptoms) if f), v.trace
+
+
+def test_a_function_ctypes_called_is_the_jobs_own_native_code(tmp_path):
+    # Real lab bundle: rank's gather_rows (its own C helper, via ctypes) segfaulted; gdb names
+    # no module for it, only libffi's trampoline above it.
+    files = {n: (FIXTURES / "validation21/lab3-ctypes-gather-segv-core/bundle" / n).read_text(encoding="utf-8")
+             for n in ("gdb_bt.txt", "train.log")}
+    v = _bundle(tmp_path, files)
+    assert v.cause == "app_error" and "gather_rows" in v.root.summary, v.trace
+
+
+def test_the_c_library_under_ctypes_is_not_the_jobs_code():
+    # Near miss (frames built at test time in gdb's shape): ctypes.string_at(0) faults in glibc's
+    # memmove, which libffi called -- the C library, not the job's code.
+    from postmortem.classify.rules.app import _own_frames
+    from postmortem.model import Frame
+    libc = Frame(function="__memmove_avx_unaligned_erms", file="../sysdeps/x86_64/multiarch/memmove-vec-unaligned-erms.S")
+    ffi = Frame(function=None, module="/lib/x86_64-linux-gnu/libffi.so.8")
+    assert _own_frames([libc, ffi]) == []
+    own = Frame(function="gather_rows", file="/src/ext/fastgather.c", line=8)
+    assert _own_frames([own, ffi]) == [own]

@@ -7,7 +7,7 @@ from postmortem.classify.rules.app import AppError
 from postmortem.classify.rules.base import Rule, died_of, finding
 from postmortem.classify.rules.catalog import CatalogReadings
 from postmortem.classify.rules.comms import (HostOnlySocketInterface, KernelRdmaFault, NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
-                                             SilentCollectiveHang)
+                                             RefusedWhilePeerWaited, SilentCollectiveHang)
 from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, EnomemUnderMemlock, HighHostMemoryThenDeath,
                                               KilledWithoutReason, MeasuredLimit, MemoryLimitSet,
                                               ShmFullInPython, SigbusContext)
@@ -39,6 +39,7 @@ RULES: tuple[Rule, ...] = (
     StacksAtTimeout(),
     KernelRdmaFault(),
     HostOnlySocketInterface(),
+    RefusedWhilePeerWaited(),
     InterfaceFaults(),
     AppError(),
 )

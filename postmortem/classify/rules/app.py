@@ -20,7 +20,7 @@ _SIGNAL_DEATHS = deaths("fatal_signal", "exit")
 _LIBRARY_FILE = re.compile(r"(?:site|dist)-packages/|/lib/python3[\d.]*/|^<frozen |^<string>$|/torch/|/_?pytest/")
 _RUNTIME_MODULE = re.compile(r"(?:^|/)(?:libc|libpthread|libstdc\+\+|libgcc_s|ld-linux|libcuda|libcudart|libnccl|"
                              r"libtorch\w*|libc10\w*|libpython[\d.]*|python[\d.]*|libm|libdl|libucs|libucp|libuct|"
-                             r"libmlx5|libibverbs|libnvidia\w*|libcublas\w*|libcudnn\w*)(?:[.-]|$)")
+                             r"libmlx5|libibverbs|libnvidia\w*|libcublas\w*|libcudnn\w*|libffi|_ctypes[\w.-]*)(?:[.-]|$)")
 
 
 def _param(sign_id: str, key: str) -> tuple[str, ...]:
@@ -43,9 +43,24 @@ class AppError(Rule):
             out.append(self._exception_finding(case, k, exc, trace))
         fault = next((e for e in events_of(case, _SIGNAL_DEATHS) if e.ref.path not in kernel_files
                       and any(died_of(e, s) for s in _param(SIGN.app_native_fault.id, "signals"))), None)
+        if fault is None:
+            fault = self._own_abort(case, kernel_files)
         if fault is not None:
             out.append(self._native_finding(case, k, fault, trace))
         return out
+
+    @staticmethod
+    def _own_abort(case: Case, kernel_files: set[str]) -> Event | None:
+        """A SIGABRT is any library's way to stop (NCCL, c10's terminate, a watchdog), so it is
+        the job's own fault only when the crashing stack shows glibc's assert() failing
+        (assert/assert.c __assert_fail -> abort) called from a frame outside the system and GPU
+        runtime: the job's extension asserted on its input."""
+        abort = [e for e in events_of(case, _SIGNAL_DEATHS) if e.ref.path not in kernel_files
+                 and any(died_of(e, s) for s in _param(SIGN.app_native_fault.id, "abort_signals"))]
+        if not abort:
+            return None
+        crashed = stack_code.crashing(case.stacks, case.events)
+        return abort[0] if crashed and _assert_caller(crashed) is not None else None
 
     @staticmethod
     def _lines_with_a_cause(case: Case, k) -> set[tuple]:
@@ -88,15 +103,53 @@ class AppError(Rule):
                             extra_refs=refs, combined=signs)
 
     def _native_finding(self, case: Case, k, e: Event, trace: list[str]):
-        signal = next(s for s in _param(SIGN.app_native_fault.id, "signals") if died_of(e, s))
+        signal = next(s for s in (*_param(SIGN.app_native_fault.id, "signals"), *_param(SIGN.app_native_fault.id, "abort_signals"))
+                      if died_of(e, s))
         crashed = stack_code.crashing(case.stacks, case.events)
-        own = [f for f in (crashed.frames if crashed else ()) if _own_frame(f)]
+        asserted = _assert_caller(crashed) if crashed and signal in _param(SIGN.app_native_fault.id, "abort_signals") else None
+        own = [asserted] if asserted else _own_frames(crashed.frames if crashed else ())
         top = ", ".join(_frame_text(f) for f in (own or list(crashed.frames if crashed else ()))[:3])
         summary = f"{_who(e)} died of {signal}" + (f" in {top}" if top else "")
         trace.append(f"{self.id}: {signal} at {e.ref.describe()}; frames of the job's own code: {bool(own)}")
         signs = (SIGN.app_native_frames,) if own else ()
         refs = (crashed.ref,) if crashed else ()
         return sign_finding(k, SIGN.app_native_fault, self.id, summary, [e], signal, extra_refs=refs, combined=signs)
+
+
+def _assert_caller(stack: Stack) -> Frame | None:
+    """The frame that called glibc's assert failure (the frame after the last __assert_fail*
+    frame), when it is not in the system or GPU runtime; None without such a frame."""
+    names = _param(SIGN.app_native_fault.id, "assert_frames")
+    frames = list(stack.frames)
+    hits = [i for i, f in enumerate(frames) if (f.function or "") in names]
+    if not hits or hits[-1] + 1 >= len(frames):
+        return None
+    caller = frames[hits[-1] + 1]
+    if caller.module and _RUNTIME_MODULE.search(caller.module):
+        return None
+    return caller if caller.function else None
+
+
+def _own_frames(frames) -> list[Frame]:
+    """The job's own frames of a stack: those _own_frame says, and a native function that
+    ctypes called (its caller is libffi's trampoline) with no module named, outside the C
+    library's sources -- Python code calling its own shared library (gdb names no module for a
+    frame it has line information for)."""
+    frames = list(frames)
+    out = []
+    for i, f in enumerate(frames):
+        caller = frames[i + 1] if i + 1 < len(frames) else None
+        via_ctypes = (f.language != "python" and not f.module and caller is not None
+                      and _FFI_MODULE.search(caller.module or "") is not None and f.function
+                      and not f.function.startswith("_") and not _C_LIBRARY_SOURCE.match(f.file or ""))
+        if _own_frame(f) or via_ctypes:
+            out.append(f)
+    return out
+
+
+# libffi: ctypes' call trampoline; glibc's own source tree as its debug info names it.
+_FFI_MODULE = re.compile(r"(?:^|/)libffi[.-]")
+_C_LIBRARY_SOURCE = re.compile(r"^\.{0,2}/?(?:nptl|sysdeps|stdlib|string|libio|malloc|posix|signal|elf|misc|assert|io|csu)/")
 
 
 def _own_frame(f: Frame) -> bool:

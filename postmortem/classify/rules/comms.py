@@ -5,7 +5,7 @@ import re
 from collections import defaultdict
 
 from postmortem.classify.rules.base import Rule, events_of, sign_finding
-from postmortem.knowledge.registry import KIND, LIMIT, SIGN, produced_by, registry
+from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
 from postmortem.model import Event
 
 _NCCL_KINDS = produced_by("parser:nccl")
@@ -183,3 +183,57 @@ class KernelRdmaFault(Rule):
         return [sign_finding(k, SIGN.ib_kernel_fault, self.id,
                              f"the RDMA NIC driver reported trouble on {', '.join(devices)}: {first}"
                              + (f" (×{len(events)})" if len(events) > 1 else ""), events, "kernel-ib")]
+
+
+class RefusedWhilePeerWaited(Rule):
+    """A rank's connection to a peer's advertised address refused (retries exhausted) while
+    another process of the job was still waiting for its own connections afterwards, and no
+    process died.  gloo (and c10d) publish a pair's listening address only after the listener
+    exists, so a refusal from a live, listening peer means that address is not where the peer
+    listens as seen from this host: the network setup (the interface or address the backend
+    chose, GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME unset, a host name resolving to a loopback
+    address such as Debian's 127.0.1.1), not a dead peer.  The texts to read are the sign's params."""
+
+    id = "refused-while-peer-waited"
+
+    def findings(self, case, k, trace):
+        params = SIGN.net_refused_while_peer_waited.params
+        refused_text = re.compile(params["refused"])
+        refused = [e for e in case.events if refused_text.search(e.text or "")]
+        if not refused:
+            return []
+        stamped = [e for e in refused if e.when and e.when.at]
+        if not stamped:
+            return []
+        at = min(e.when.at for e in stamped)
+        waiting_text = re.compile(params["waiting"])
+        refusers = {(e.ref.path, e.pid, e.rank) for e in refused}
+        waited = [e for e in case.events if e.when and e.when.at and e.when.at > at
+                  and waiting_text.search(e.text or "") and not refused_text.search(e.text or "")
+                  and (e.ref.path, e.pid, e.rank) not in refusers
+                  and (e.ref.path not in {p for p, _, _ in refusers} or e.pid is not None or e.rank is not None)]
+        if not waited:
+            return []
+        if any(_fatal(e) for e in events_of(case, deaths("fatal_signal", "exit", "kernel_kill"))):
+            trace.append(f"{self.id}: a process died: the refusal may be a dead peer's")
+            return []
+        remote = next((m.group("addr") for e in refused for m in [re.search(params["remote"], e.text or "")] if m), "")
+        loopback = bool(remote) and re.match(params["loopback"], remote) is not None
+        summary = (f"the connection to the peer at {remote or 'its advertised address'} was refused "
+                   f"({stamped[0].ref.describe()}) while another process of the job was still waiting for its "
+                   f"connections afterwards ({waited[0].ref.describe()}): the peer was alive and listening, "
+                   "so the address it advertised is not reachable from here")
+        if loopback:
+            summary += (f"; {remote} is a loopback address -- the peer's host name resolves to loopback "
+                        "(/etc/hosts), so other hosts cannot reach it: set GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME "
+                        "to the interface the hosts share")
+        trace.append(f"{self.id}: refused at {stamped[0].ref.describe()}, peer still waiting at {waited[0].ref.describe()}"
+                     + (f", remote {remote} is loopback" if loopback else ""))
+        return [sign_finding(k, SIGN.net_refused_while_peer_waited, self.id, summary, [stamped[0], waited[0]],
+                             "refused-live-peer")]
+
+
+def _fatal(e: Event) -> bool:
+    from postmortem.classify.rules.hang import _death
+
+    return bool(_death(e))
