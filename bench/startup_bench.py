@@ -14,7 +14,7 @@ INFO line (as bench/scale_bench.py builds it) in a temporary folder.  Prints fig
 asserts nothing.
 
 The figures hold for a checkout whose build-time files are current (prepared knowledge,
-compiled templates, parser index, grammar tables: each has a `tools/... --check`); a stale
+compiled templates, parser index, grammar tables, precompiled dataclass methods and regexes: each has a `tools/... --check`); a stale
 one is not used and its slower fallback is measured instead, so the first line says which
 are current.  A venv made by `make test` also holds lark's optional interegular (~3 ms of
 lark's import; `make demo` installs without it).
@@ -73,6 +73,12 @@ def slowest_imports(cmd: list[str], cwd: Path, top: int) -> list[tuple[int, str]
     return sorted(rows, reverse=True)[:top]
 
 
+def _precompiled_current() -> bool:
+    """tools/precompile.py --check (a stale file is used for what it holds; the rest is compiled)."""
+    check = [sys.executable, str(ROOT / "tools" / "precompile.py"), "--check"]
+    return subprocess.run(check, capture_output=True).returncode == 0
+
+
 def prepared_state() -> str:
     """Which build-time files of this checkout are current (used), which stale (not used)."""
     sys.path.insert(0, str(ROOT))
@@ -82,7 +88,8 @@ def prepared_state() -> str:
     state = {"knowledge": all(knowledge.prepared_entry(n) is not None for n in knowledge.SOURCES),
              "templates": html.compiled_templates() is not None,
              "parser index": parsers._index() is not None,
-             "grammar tables": all(grammar.prebuilt(n, "start") is not None for n in ("nccl", "kernel"))}
+             "grammar tables": all(grammar.prebuilt(n, "start") is not None for n in ("nccl", "kernel")),
+             "precompiled methods and regexes": _precompiled_current()}
     return ", ".join(f"{name} {'current' if ok else 'STALE'}" for name, ok in state.items())
 
 

@@ -12,7 +12,7 @@ import gc
 import os
 import sys
 
-from postmortem import DEFAULT_SECONDS, __version__
+from postmortem import DEFAULT_SECONDS, __version__, precompiled
 
 TYPE_CHECKING = False   # typing.TYPE_CHECKING without importing typing (startup time)
 if TYPE_CHECKING:
@@ -214,6 +214,8 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    with _collector_off():   # patterns compiled at build time (startup time)
+        precompiled.install_regexes()
     parser = _parser(_command(argv) or "")
     try:
         args = parser.parse_args(argv)
@@ -223,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     debug = getattr(args, "debug", False)
+    with _collector_off():   # every command creates the package's dataclasses: precompiled (startup time)
+        precompiled.install_methods()
     try:
         _check_tz(getattr(args, "tz", None))
         if hasattr(args, "_module"):
