@@ -313,3 +313,93 @@ def test_the_c_library_under_ctypes_is_not_the_jobs_code():
     assert _own_frames([libc, ffi]) == []
     own = Frame(function="gather_rows", file="/src/ext/fastgather.c", line=8)
     assert _own_frames([own, ffi]) == [own]
+
+
+# ---------------------------------------------------------------- (e) a store server that waited, a client that could not reach it
+
+_STORE = FIXTURES / "validation22/lab4-store-port-rejected/bundle"   # real lab bundle: iptables REJECT on the store's node
+
+
+def _store(**replace) -> dict[str, str]:
+    files = {n: (_STORE / n).read_text(encoding="utf-8") for n in ("node0.log", "node1.log")}
+    for name, (old, new) in replace.items():
+        name = name.replace("_", ".")
+        assert old in files[name]
+        files[name] = files[name].replace(old, new)
+    return files
+
+
+def test_a_store_server_waiting_for_a_client_that_timed_out_connecting_is_the_network(tmp_path):
+    v = _bundle(tmp_path, _store())
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+    assert any(f.rule == "store-server-waited" for f in (v.root, *v.alternatives, *v.symptoms) if f)
+
+
+def test_a_client_timeout_alone_does_not_decide(tmp_path):
+    # Near miss: the client's side only -- the server may never have started.
+    v = _bundle(tmp_path, {"node1.log": (_STORE / "node1.log").read_text(encoding="utf-8")})
+    assert v.cause == "unknown", v.trace
+
+
+def test_a_server_whose_clients_all_joined_is_no_sign(tmp_path):
+    # Near miss (edited at test time): every client joined, so no client was cut off from it.
+    v = _bundle(tmp_path, _store(node0_log=("1/2 clients joined", "2/2 clients joined")))
+    assert not any(f.rule == "store-server-waited" for f in (v.root, *v.alternatives, *v.symptoms) if f), v.trace
+
+
+# ---------------------------------------------------------------- gloo's pair closure is that rank's timeout
+
+_HOLE = FIXTURES / "validation22/lab4-midrun-blackhole-timeout/bundle"   # real lab bundle: both ranks time out
+
+
+def test_a_rank_whose_pair_gloo_closed_on_timeout_is_not_silent(tmp_path):
+    files = {n: (_HOLE / n).read_text(encoding="utf-8") for n in ("node0.log", "node1.log")}
+    v = _bundle(tmp_path, files)
+    assert v.cause != "straggler_timeout", v.trace
+    assert any("every rank of the world (0..1) timed out" in t for t in v.trace)
+
+
+def test_without_rank_0s_timeout_line_rank_0_is_the_silent_one(tmp_path):
+    # Near miss (the line removed at test time): rank 0 then never reports a timeout.
+    node0 = "\n".join(l for l in (_HOLE / "node0.log").read_text(encoding="utf-8").splitlines()
+                      if "Application timeout caused pair closure" not in l) + "\n"
+    v = _bundle(tmp_path, {"node0.log": node0, "node1.log": (_HOLE / "node1.log").read_text(encoding="utf-8")})
+    assert any("silent [0]" in t for t in v.trace), v.trace
+
+
+_FR = FIXTURES / "bundles/lab-flightrec-straggler/bundle/flightrec"   # real Flight Recorder dumps, 4 ranks
+
+
+def _fr_bundle(tmp_path: Path, ranks=(0, 1, 2, 3)):
+    bundle = tmp_path / "bundle"
+    (bundle / "flightrec").mkdir(parents=True)
+    for r in ranks:
+        (bundle / "flightrec" / f"nccl_trace_rank_{r}").write_bytes((_FR / f"nccl_trace_rank_{r}").read_bytes())
+    return analyze(bundle).verdict
+
+
+def test_flight_recorder_dumps_without_a_hang_sign_lean_to_the_rank_behind(tmp_path):
+    v = _fr_bundle(tmp_path)
+    assert v.cause == "unknown", v.trace
+    lean = [f for f in v.alternatives if f.cause == "straggler_timeout"]
+    assert lean and lean[0].culprit_ranks == (2,) and "second" in lean[0].summary, v.trace
+
+
+def test_flight_recorder_dumps_with_the_late_ranks_dump_missing_do_not_lean(tmp_path):
+    # Near miss: rank 2 left no dump -- no rank is seen behind, only unseen.
+    v = _fr_bundle(tmp_path, (0, 1, 3))
+    assert not any(f.cause == "straggler_timeout" for f in v.alternatives), v.trace
+
+
+# NCCL v2.30.7 src/os/linux.cc: WARN("Error: failed to create shared memory file %s, error %s (%d)", shmPath, strerror(errno), errno)
+_NCCL_SHM = "h:1:2 [0] os/linux.cc:780 NCCL WARN Error: failed to create shared memory file /dev/shm/nccl-Ab12Cd, error {} ({})"
+
+
+def test_nccls_shm_file_refused_is_the_shm_setting_and_full_is_exhaustion(tmp_path):
+    (tmp_path / "ro").mkdir()
+    v = _bundle(tmp_path / "ro", {"nccl.log": _NCCL_SHM.format("Read-only file system", 30) + "\n"})
+    assert v.cause == "shm_permissions", v.trace
+    # Near miss: the same call failing with ENOSPC is a full /dev/shm
+    (tmp_path / "full").mkdir()
+    v = _bundle(tmp_path / "full", {"nccl.log": _NCCL_SHM.format("No space left on device", 28) + "\n"})
+    assert v.cause == "shm_exhausted", v.trace

@@ -7,7 +7,7 @@ from postmortem.classify.rules.app import AppError
 from postmortem.classify.rules.base import Rule, died_of, finding
 from postmortem.classify.rules.catalog import CatalogReadings
 from postmortem.classify.rules.comms import (HostOnlySocketInterface, KernelRdmaFault, NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
-                                             RefusedWhilePeerWaited, SilentCollectiveHang)
+                                             RefusedWhilePeerWaited, SilentCollectiveHang, StoreServerWaited)
 from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, EnomemUnderMemlock, HighHostMemoryThenDeath,
                                               KilledWithoutReason, MeasuredLimit, MemoryLimitSet,
                                               ShmFullInPython, SigbusContext)
@@ -40,6 +40,7 @@ RULES: tuple[Rule, ...] = (
     KernelRdmaFault(),
     HostOnlySocketInterface(),
     RefusedWhilePeerWaited(),
+    StoreServerWaited(),
     InterfaceFaults(),
     AppError(),
 )

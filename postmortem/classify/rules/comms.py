@@ -237,3 +237,50 @@ def _fatal(e: Event) -> bool:
     from postmortem.classify.rules.hang import _death
 
     return bool(_death(e))
+
+
+class StoreServerWaited(Rule):
+    """The rendezvous store's server waited for clients that never joined (TCPStore:
+    'Timed out after N seconds waiting for clients. J/W clients joined.') while a client of
+    the same job failed to connect to a store address: the server was up and listening, the
+    client could not reach it -- the path between them (a firewall, a route, the address the
+    client was given), not a dead or absent server.  The server's wait is a second observation,
+    by another process, beside the client's own connect failure."""
+
+    id = "store-server-waited"
+
+    def findings(self, case, k, trace):
+        params = SIGN.net_store_server_waited.params
+        waited_text = re.compile(params["server_waited"])
+        waited = [(e, m) for e in case.events for m in [waited_text.search(e.text or "")]
+                  if m and int(m.group("joined")) < int(m.group("world"))]
+        if not waited:
+            return []
+        client_text = re.compile(params["client_failed"])
+        server_files = {e.ref.path for e, _ in waited}
+        clients = [e for e in case.events if client_text.search(e.text or "")
+                   and (e.ref.path not in server_files or e.host != waited[0][0].host)]
+        e, m = waited[0]
+        clients = [c for c in clients if _overlapped(e, int(m.group("seconds")), c, params)]
+        if not clients:
+            trace.append(f"{self.id}: the server's wait and the clients' attempts did not overlap in time")
+            return []
+        if any(_fatal(x) for x in events_of(case, deaths("fatal_signal", "exit", "kernel_kill"))):
+            trace.append(f"{self.id}: a process died: the clients may be dead, not cut off")
+            return []
+        summary = (f"the store's server waited {m.group('seconds')} s and only {m.group('joined')}/{m.group('world')} "
+                   f"clients joined ({e.ref.describe()}) while a client could not connect to it ({clients[0].ref.describe()}): "
+                   "the server was listening, the path from the client to it was closed (a firewall, a route, a wrong address)")
+        trace.append(f"{self.id}: server waited at {e.ref.describe()}, client failed at {clients[0].ref.describe()}")
+        return [sign_finding(k, SIGN.net_store_server_waited, self.id, summary, [e, clients[0]], "store-unreached")]
+
+
+def _overlapped(server: Event, waited_s: int, client: Event, params) -> bool:
+    """The client's attempt and the server's wait overlapped, when both lines carry a time
+    (without times the two messages are read as one episode: no later attempt is seen)."""
+    if not (server.when and server.when.at and client.when and client.when.at):
+        return True
+    m = re.search(params["client_timeout"], client.text or "")
+    tried_s = int(m.group("ms")) / 1000 if m else 0.0
+    return ((server.when.at - client.when.at).total_seconds() <= waited_s
+            and (client.when.at - server.when.at).total_seconds() <= tried_s)

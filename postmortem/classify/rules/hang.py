@@ -69,8 +69,11 @@ class FlightRecorderHang(Rule):
                 out.append(self._desync(g, k, by_ref))
             elif not hung and not any(_death(e) for e in events_of(case, deaths("fatal_signal", "exit"))):
                 # A dump taken on demand always shows some collective in flight and some rank a
-                # step ahead: without a timeout, a watchdog dump or a death, that is no hang.
+                # step ahead: without a timeout, a watchdog dump or a death, that is no hang --
+                # only a lean to the rank behind, and a second dump decides.
                 trace.append(f"{self.id}: no timeout, hang dump or death in the bundle: a snapshot, not a hang")
+                if g.behind and g.waiting:
+                    out.append(self._snapshot(g, k, by_ref))
             elif (g.behind or g.missing_dumps) and g.waiting:
                 out.append(self._behind(g, case, k, by_ref, groups, trace))
             elif g.stuck_all and g.frontier is not None and len(g.dumped) >= 2:
@@ -135,6 +138,17 @@ class FlightRecorderHang(Rule):
                          f"({activity(gr.frames)}; {gr.stacks[0].origin} {gr.stacks[0].ref.describe()})")
             refs.append(gr.stacks[0].ref)
         return "stacks: " + ", ".join(parts), tuple(refs)
+
+    def _snapshot(self, g, k, by_ref):
+        behind = [b.rank for b in g.behind]
+        frontier_op = next((r.op for r in g.rows if r.seq == g.frontier), "?")
+        refs = tuple(b.ref for b in g.behind if b.ref) + g.waiting_refs
+        summary = (f"rank(s) {_ranks(behind)} had not entered collective #{g.frontier} {frontier_op} that rank(s) "
+                   f"{_ranks(g.waiting)} waited in; no timeout, hang dump or death says the job hung: take a second "
+                   "Flight Recorder dump (or py-spy dump) of every rank a minute later -- the same entries again make it a hang")
+        events = self._events(refs, by_ref)
+        return sign_finding(k, SIGN.flightrec_rank_behind_snapshot, self.id, summary, events, "behind",
+                            extra_refs=tuple(r for r in refs if (r.path, r.record) not in by_ref), culprits=tuple(behind))
 
     def _stuck(self, g, case: Case, k, by_ref):
         network = [e for e in events_of(case, KIND.nccl_warn) if e.severity in (Severity.WARNING, Severity.ERROR)]
