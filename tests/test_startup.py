@@ -37,7 +37,8 @@ def test_a_one_line_analysis_imports_no_archive_reader_template_engine_or_unneed
     assert "postmortem.parsers.nccl" in loaded
     unneeded = {"tarfile", "zipfile", "gzip", "importlib.resources", "jinja2", "rich", "dateutil", "elftools",
                 "multiprocessing",   # only for big bundles (parallel.py) and big files (ranges.py)
-                "tomllib", "postmortem.bundle.tar", "postmortem.bundle.zip"}
+                "tomllib", "postmortem.bundle.tar", "postmortem.bundle.zip",
+                "postmortem.report.timeline_view"}   # the HTML and terminal views' lanes and marks
     from postmortem import parsers
 
     if parsers._index() is not None:   # (an index made by another Python version is not used)

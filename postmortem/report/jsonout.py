@@ -10,8 +10,7 @@ from typing import Any
 
 from postmortem import __version__
 from postmortem.model import Analysis, Artifact, ArtifactStatus, Event, Fact, Finding, Ref, Severity, Stack
-from postmortem.report.rows import Digest, digest, row_key, timeline_rows
-from postmortem.report.timeline_view import lane_of
+from postmortem.report.rows import Digest, digest, lane_of, row_key, timeline_rows
 
 SCHEMA = "postmortem.verdict/1"
 

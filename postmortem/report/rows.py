@@ -35,6 +35,39 @@ _MEMBERS = methodcaller("get", fold.MEMBERS)
 _MEMBER_FIELD = {"ref.path": 0, "ref.line": 1, "host": 2, "pid": 3, "tid": 4, "rank": 5}  # fold.member's order
 
 
+OTHER_LANE = ("~other",)
+
+
+def lane_key(e: Event) -> tuple:
+    """One swimlane per process (the timeline joined its rank, pid and host aliases), per
+    host for a host's other lines; events that name none get their artifact's lane."""
+    return lane_key_of(e.host, e.rank, e.pid, e.ref.path)
+
+
+def lane_key_of(host: str | None, rank: int | None, pid: int | None, path: str) -> tuple:
+    if rank is not None or pid is not None:
+        return ("id", host or "", 0 if rank is not None else 1, rank if rank is not None else -1,
+                pid if pid is not None else -1)
+    if host:
+        return ("id", host, 2, -1, -1)
+    return ("file", path)
+
+
+def lane_of(e: Event) -> str:
+    """The lane an event is drawn in, by name: `host · rank N · pid P`."""
+    return lane_label(lane_key(e))
+
+
+def lane_label(key: tuple) -> str:
+    if key == OTHER_LANE:
+        return "other lanes"
+    if key[0] == "file":
+        return key[1]
+    _, host, _what, rank, pid = key
+    parts = [host, f"rank {rank}" if rank >= 0 else "", f"pid {pid}" if pid >= 0 else ""]
+    return " · ".join(p for p in parts if p)
+
+
 def shown_events(events: Iterable[Event]) -> list[Event]:
     """Events as a timeline shows them: a known-message event (`msg.*`) on a line that a
     format parser also read is the same line twice, so only the parser's event stays."""

@@ -17,8 +17,11 @@ import sys
 from typing import TextIO
 
 from postmortem.model import Analysis, ArtifactStatus, Category, Ref, Stack
-from postmortem.report import timeline_view
 from postmortem.report.text import code_spans, terminal_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:   # imported where used: a quiet run (one line) needs none of the timeline views
+    from postmortem.report import timeline_view
 
 COLORS = {Category.CONFIG: "yellow", Category.COMMS: "cyan", Category.HARDWARE: "red", Category.UNKNOWN: "magenta"}
 SEVERITY_STYLE = {"fatal": "bold red", "error": "red", "warning": "yellow"}
@@ -192,6 +195,8 @@ def render(a: Analysis, out: TextIO | None = None, quiet: bool = False, timeline
     _verdict_panel(console, a)
     _failing(console, a)
     _todo(console, a)
+    from postmortem.report import timeline_view
+
     cited = a.verdict.root.evidence if a.verdict.root else ()
     view = timeline_view.build(a, cited)
     _evidence(console, cited, view)
@@ -295,6 +300,8 @@ def _todo(console, a: Analysis) -> None:
 def evidence_lines(cited: tuple[Ref, ...], view: timeline_view.TimelineView | None = None) -> list[tuple[str, str, int]]:
     """(where, text, count) per distinct cited line, in citation order: the same text
     cited several times is listed once with its count and its first place."""
+    from postmortem.report import timeline_view
+
     seen: dict[str, list] = {}
     for r in cited:
         # A byte offset in a core has no line text: the event decoded from it stands in.
@@ -375,6 +382,8 @@ def _timeline_head(console, view: timeline_view.TimelineView, limit: int) -> Non
     """The job's rows that matter (the root, warnings and errors) around ROOT, in timeline
     order; context outside the job (kernel history ...) folded into one line each."""
     from rich.table import Table
+
+    from postmortem.report import timeline_view
 
     rows, before, after = timeline_view.rows_around_root(view, limit)
     for why, n in view.folded.items():

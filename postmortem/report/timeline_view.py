@@ -22,6 +22,8 @@ from postmortem.knowledge import registry
 from postmortem.model import Analysis, Basis, Event, Ref, Severity
 from postmortem.report import rows
 from postmortem.report.rows import shape  # noqa: F401 - the folding, named here for callers
+# Lanes are named in rows.py, which the JSON report imports without this module (startup time).
+from postmortem.report.rows import OTHER_LANE, lane_key_of, lane_label, lane_of  # noqa: F401
 
 # Where an event came from: the labels, and the label of each kind prefix in signals.toml [source].
 SOURCES = ("kernel", "nccl", "python", "launcher", "core", "messages", "system")
@@ -34,7 +36,6 @@ MAX_LANES = 32           # more lanes are merged into one "other" lane
 MAX_INFO_MARKS = 1500    # info marks drawn; root and severe marks are always drawn
 
 PLACED, UNPLACED = "placed", "unplaced"
-OTHER_LANE = ("~other",)
 
 
 def source_of(kind: str) -> str:
@@ -199,7 +200,7 @@ def _fold(d: rows.Digest, root_keys: set, root_seq: int | None, cited_keys: set,
 
     # Lanes: one per process; the loud ones (a root or severe event) are kept when merging.
     ids = list(zip(hosts, ranks, d.column("pid"), d.column("ref.path")))
-    lane_of_id = {i: _lane_key_of(*i) for i in dict.fromkeys(ids)}
+    lane_of_id = {i: lane_key_of(*i) for i in dict.fromkeys(ids)}
     lane_keys = list(map(lane_of_id.__getitem__, ids))
     del ids
     loud = {lane_keys[i] for i in roots}
@@ -255,36 +256,6 @@ def _fold(d: rows.Digest, root_keys: set, root_seq: int | None, cited_keys: set,
                         (t_min, t_max) if t_min is not None else None, n - timed, row_of_ref,
                         [s for s in SOURCES if s in present], (min(points), max(points)) if points else None,
                         tuple(history_span) if history_span else None, folded)  # type: ignore[arg-type]
-
-
-def _lane_key(e: Event) -> tuple:
-    """One swimlane per process (the timeline joined its rank, pid and host aliases), per
-    host for a host's other lines; events that name none get their artifact's lane."""
-    return _lane_key_of(e.host, e.rank, e.pid, e.ref.path)
-
-
-def _lane_key_of(host: str | None, rank: int | None, pid: int | None, path: str) -> tuple:
-    if rank is not None or pid is not None:
-        return ("id", host or "", 0 if rank is not None else 1, rank if rank is not None else -1,
-                pid if pid is not None else -1)
-    if host:
-        return ("id", host, 2, -1, -1)
-    return ("file", path)
-
-
-def lane_of(e: Event) -> str:
-    """The lane an event is drawn in, by name: `host · rank N · pid P`."""
-    return lane_label(_lane_key(e))
-
-
-def lane_label(key: tuple) -> str:
-    if key == OTHER_LANE:
-        return "other lanes"
-    if key[0] == "file":
-        return key[1]
-    _, host, _what, rank, pid = key
-    parts = [host, f"rank {rank}" if rank >= 0 else "", f"pid {pid}" if pid >= 0 else ""]
-    return " · ".join(p for p in parts if p)
 
 
 def _number_lanes(keys: set[tuple], loud: set[tuple]) -> tuple[list[Lane], dict[tuple, int]]:
