@@ -9,7 +9,7 @@ import re
 
 from postmortem import signals
 from postmortem.classify.index import events_of
-from postmortem.knowledge.registry import COUNTER, KIND, LIMIT, deaths, produced_by
+from postmortem.knowledge.registry import COUNTER, KIND, LIMIT, SIGN, deaths, produced_by
 from postmortem.model import Case, Event, Fact, Finding, Ref
 
 GIB = 1 << 30
@@ -246,7 +246,20 @@ _ENOMEM = re.compile(r"\[Errno 12\] Cannot allocate memory|\(-?12\)[: ]+Cannot a
 
 
 def enomem_events(case: Case) -> list[Event]:
-    return [e for e in case.events if "Cannot allocate memory" in (e.text or "") and _ENOMEM.search(e.text or "")]
+    """ENOMEM lines, less those whose traceback passes through a call that never locks memory
+    (fork: its ENOMEM is the commit charge of a copy of the process, signals.toml params)."""
+    out = [e for e in case.events if "Cannot allocate memory" in (e.text or "") and _ENOMEM.search(e.text or "")]
+    if not out:
+        return out
+    not_from = re.compile("|".join(SIGN.limits_memlock_beside_enomem.params.get("not_from", ())) or r"(?!)")
+    return [e for e in out if not any(not_from.search(f"{f.file or ''} {f.function or ''}") for f in _traceback_frames(case, e))]
+
+
+def _traceback_frames(case: Case, e: Event):
+    """The frames of the traceback printed last before this line in its file."""
+    before = [s for s in case.stacks if s.origin == "traceback" and s.ref.path == e.ref.path
+              and (s.ref.line or 0) <= (e.ref.line or 0)]
+    return max(before, key=lambda s: s.ref.line or 0).frames if before else ()
 
 
 def enomem_under_memlock(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:

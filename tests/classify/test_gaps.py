@@ -403,3 +403,19 @@ def test_nccls_shm_file_refused_is_the_shm_setting_and_full_is_exhaustion(tmp_pa
     (tmp_path / "full").mkdir()
     v = _bundle(tmp_path / "full", {"nccl.log": _NCCL_SHM.format("No space left on device", 28) + "\n"})
     assert v.cause == "shm_exhausted", v.trace
+
+
+def test_enomem_from_fork_is_never_read_as_the_memlock_limit(tmp_path):
+    # Near miss (traceback generated at test time in CPython 3.11's shape: DataLoader workers
+    # started by multiprocessing's fork), beside the lab bundle's real ulimit -a and free -h.
+    tb = ("Traceback (most recent call last):\n"
+          '  File "/w/proj/train.py", line 51, in <module>\n'
+          "    for batch in loader:\n"
+          '  File "/usr/lib/python3.11/multiprocessing/popen_fork.py", line 66, in _launch\n'
+          "    self.pid = os.fork()\n"
+          "OSError: [Errno 12] Cannot allocate memory\n")
+    files = {"train.log": tb, "ulimit.txt": (_MLOCK / "ulimit.txt").read_text(encoding="utf-8"),
+             "free.txt": (_MLOCK / "free.txt").read_text(encoding="utf-8")}
+    v = _bundle(tmp_path, files)
+    assert v.cause == "host_oom", v.trace
+    assert not any(t.startswith("enomem-memlock") for t in v.trace)
