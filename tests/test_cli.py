@@ -188,7 +188,7 @@ def test_explain_and_rules():
 def test_rules_file_validation(tmp_path):
     good = tmp_path / "good.toml"
     good.write_text('[[message]]\nid = "my_site_oom"\nkeywords = ["slurmstepd"]\npattern = "Detected \\\\d+ oom_kill event"\n'
-                    'severity = "error"\ncause = "host_oom"\nweight = 0.8\nrole = "root"\n'
+                    'severity = "error"\ncause = "host_oom"\nweight = 0.8\nrole = "root"\nstrength = "strong"\n'
                     'sample = "slurmstepd: error: Detected 1 oom_kill event in StepId=1234.0"\nsource = "site"\n')
     bad = tmp_path / "bad.toml"
     bad.write_text('[[message]]\nid = "x"\nkeywords = ["a"]\npattern = "("\nseverity = "error"\nrole = "root"\nsample = "a"\nsource = "s"\n')

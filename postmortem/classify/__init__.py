@@ -83,8 +83,12 @@ def _decide(case: Case, k: Knowledge) -> Verdict:
     # Only a cause something points at as a root can be the root: symptoms alone (timeouts,
     # teardown lines) say that something failed, not what.
     root_cause = _pick_root(by_cause, rivals, k, trace)
-    if root_cause is None or scores[root_cause] < MIN_CONFIDENCE:
+    if root_cause is None:
         return _unknown(case, k, findings, scores, trace)
+    if scores[root_cause] < MIN_CONFIDENCE:
+        # one weak sign weighs less than the threshold (catalogs/readings.toml): say where it leans
+        trace.append(f"resolve: {root_cause} ({scores[root_cause]:.2f}) is below {MIN_CONFIDENCE:.2f}")
+        return _unknown(case, k, findings, scores, trace, leaning=root_cause)
     tentative = not _claimable(by_cause[root_cause], trace)
     if tentative and not LIMIT.weak_sign_alone_claims:
         return _unknown(case, k, findings, scores, trace, leaning=root_cause)

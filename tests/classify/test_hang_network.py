@@ -179,9 +179,11 @@ def _ip(name: str) -> str:
     return (SYSTEM / name).read_text(encoding="utf-8")
 
 
-def test_timeouts_on_every_rank_alone_stay_a_timeout(tmp_path):
+def test_timeouts_on_every_rank_alone_only_lean_to_a_timeout(tmp_path):
+    # every rank timed out in one collective (timeout.all_ranks): one weak sign -- a stuck path,
+    # a hung GPU or a rank missing from the bundle all give it -- so unknown, leaning the timeout
     v = _verdict(tmp_path, dict(_ALL_TIMED_OUT))
-    assert v.cause == "nccl_timeout", v.trace
+    assert v.cause == "unknown" and "leaning nccl_timeout" in v.summary, v.trace
 
 
 def test_timeouts_beside_an_interface_without_carrier_only_lean_to_the_network(tmp_path):
@@ -196,7 +198,8 @@ def test_a_down_interface_that_is_administratively_down_is_no_sign(tmp_path):
     # pmb is not UP: nobody meant it to carry traffic
     text = "\n".join(line for line in _ip("ip_addr_nocarrier.txt").splitlines() if "pma" not in line) + "\n"
     v = _verdict(tmp_path, {**_ALL_TIMED_OUT, "ip_addr.txt": text})
-    assert v.cause == "nccl_timeout", v.trace
+    assert v.cause == "unknown" and "leaning nccl_timeout" in v.summary, v.trace
+    assert not any("interface-faults" in t for t in v.trace)
 
 
 def test_a_link_down_in_the_kernel_log_with_no_carrier_measured_is_the_network(tmp_path):
@@ -206,13 +209,13 @@ def test_a_link_down_in_the_kernel_log_with_no_carrier_measured_is_the_network(t
 
 def test_a_bridge_port_going_to_forwarding_is_no_fault(tmp_path):
     v = _verdict(tmp_path, {**_ALL_TIMED_OUT, "dmesg.txt": _PORT_DISABLED.replace("disabled", "forwarding")})
-    assert v.cause == "nccl_timeout", v.trace
+    assert v.cause == "unknown" and "leaning nccl_timeout" in v.summary, v.trace   # no network sign
 
 
 def test_loopback_is_never_the_job_s_link(tmp_path):
     lo_down = "1: lo: <LOOPBACK,UP> mtu 65536 qdisc noqueue state DOWN group default qlen 1000\n"
     v = _verdict(tmp_path, {**_ALL_TIMED_OUT, "ip_addr.txt": lo_down})
-    assert v.cause == "nccl_timeout", v.trace
+    assert v.cause == "unknown" and "leaning nccl_timeout" in v.summary, v.trace   # no network sign
 
 
 def test_spawn_s_wrapper_of_a_child_s_timeout_is_no_death_of_its_own(tmp_path):

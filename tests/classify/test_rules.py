@@ -213,7 +213,8 @@ def test_advice_tied_to_the_deciding_message_comes_first():
 def test_connection_errors_alone_are_the_network():
     """fixtures/validation6: ncclRemoteError / connection reset and nothing else."""
     v = analyze(ROOT / "fixtures/validation6/remote-error-ib-nodes-nccl2076-02/bundle").verdict
-    assert v.cause == "nccl_network" and v.confidence < 0.5
+    # a closed connection is also what a crashed peer leaves: one weak sign, a lean, not a claim
+    assert v.cause == "unknown" and "leaning nccl_network" in v.summary
 
 
 def test_connection_errors_after_a_peer_crashed_are_fallout():

@@ -215,5 +215,6 @@ def test_docker_default_shm_makes_a_sigbus_an_shm_suspect(tmp_path):
     weak = analyze(b).verdict
     (b / "hostconfig.json").write_bytes((root / "fixtures/system/public/docker_hostconfig.json").read_bytes())
     strong = analyze(b).verdict
-    assert weak.cause == strong.cause == "shm_exhausted"
-    assert strong.confidence > weak.confidence + 0.2
+    # a SIGBUS alone is one weak sign: unknown, leaning shm; the 64 MB /dev/shm decides it
+    assert weak.cause == "unknown" and "leaning shm_exhausted" in weak.summary
+    assert strong.cause == "shm_exhausted" and strong.confidence >= 0.7

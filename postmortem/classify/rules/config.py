@@ -132,6 +132,29 @@ class SigbusContext(Rule):
                              buses, "SIGBUS", extra_refs=refs, weight=w,
                              combined=(*(s for s, _, _ in signs[1:]), SIGN.sigbus_unlocated))]
 
+class ShmSmallBesideFailure(Rule):
+    """/dev/shm measured at a container default beside a failure whose commonest cause is a
+    full /dev/shm but whose message does not say so (NCCL's bare system error, a DataLoader
+    worker's death): the measurement is a second, independent sign of shm_exhausted.  Which
+    messages: the sign's params."""
+
+    id = "shm-small-beside-failure"
+
+    def findings(self, case, k, trace):
+        small = [(f, v) for f, v in effective_shm_size(case) if v is not None and v <= LIMIT.small_shm_bytes]
+        if not small:
+            return []
+        beside = registry().signals[SIGN.shm_small_beside_failure.id].params["beside"]
+        failures = events_of(case, tuple(beside))
+        if not failures:
+            return []
+        f, v = small[0]
+        trace.append(f"{self.id}: /dev/shm {v / (1 << 20):.0f} MiB ({f.ref.describe()}) beside {failures[0].ref.describe()}")
+        return [sign_finding(k, SIGN.shm_small_beside_failure, self.id,
+                             f"/dev/shm is only {v / (1 << 20):.0f} MiB ({f.ref.describe()}), a container default, "
+                             f"and the job failed the way a full /dev/shm makes it fail ({failures[0].ref.describe()})",
+                             [], "shm", extra_refs=(f.ref,))]
+
 COLLECTIVE_FRAME = re.compile(r"barrier|all_?reduce|all_?gather|broadcast|reduce_scatter|all_to_all|alltoall|"
                               r"\bwait\b|monitored_barrier|synchronize", re.I)
 

@@ -318,6 +318,9 @@ def _collective_of(frames, params, at_timeout: bool) -> str | None:
         name = f.function or ""
         if any(path.endswith(c) for c in params["c10d_files"]):
             return name.rsplit(".", 1)[-1]
+        if any(path.endswith(where) and name.rsplit(".", 1)[-1] == fn
+               for where, _, fn in (c.rpartition(":") for c in params.get("c10d_functions", ()))):
+            return name.rsplit(".", 1)[-1]
         if f.language == "native" and any(name.startswith(n) for n in params["reducer_native"]):
             return params["gradient_collective"]
         if any(m in path for m in params["backward_files"]):

@@ -5,6 +5,7 @@ from collections import defaultdict
 
 from postmortem.classify.index import kinds_in
 from postmortem.classify.rules.base import Rule, _repeat, events_of, finding, sign_finding
+from postmortem.classify.rules.catalog import _readings
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN
 from postmortem.model import Event
 
@@ -90,5 +91,16 @@ class XidCatalog(Rule):
                 w = _repeat(w, len(events))
             trace.append(f"{self.id}: Xid {code} -> {info.cause} ({w:.2f}) {where}")
             out.append(finding(k, info.cause, w, self.id, label, events,
-                               "root" if info.role == "root" else "symptom", discriminator=f"xid{code}"))
+                               "root" if info.role == "root" else "symptom", discriminator=f"xid{code}",
+                               strength=_xid_strength(info)))
         return out
+
+
+def _xid_strength(info) -> str:
+    """An Xid is the driver's own report of the fault it detected.  A root Xid whose catalog
+    reading is at least the standard strong weight (catalogs/readings.toml strength.specific:
+    the hand-checked readings, e.g. 79 fell off the bus, 48 double-bit ECC, 119 GSP timeout)
+    names one mechanism: strong.  The readings tools/catalogs/gen_nvidia.py derived from a
+    mnemonic alone (0.3-0.5) are weak, as is every consequence or context Xid."""
+    return "strong" if info.role == "root" and info.weight >= _readings()["strength"]["specific"]["weight"] else "weak"
+
