@@ -32,7 +32,7 @@ from typing import Iterable, Iterator
 
 from postmortem import bundle, knowledge
 from postmortem.budget import Meter
-from postmortem.parsers import _SEEN_CAP, PARSERS, TextResult, _feed, _is_busy, _offer, _safely, _wants
+from postmortem.parsers import _SEEN_CAP, TextResult, _feed, _instances, _is_busy, _offer, _safely, _wants
 from postmortem.parsers.base import Line, LineParser, Sink
 from postmortem.parsers.messages import MessageMatcher
 from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain
@@ -185,7 +185,9 @@ class _Reader:
                  numbering: Iterator[int] | None, shared: dict[str, int] | None = None) -> None:
         self.path, self.host = path, host
         self.sink = Sink(numbering=numbering) if numbering is not None else Sink()
-        self.parsers = [cls(path, self.sink) for cls in PARSERS]
+        # Stand-ins for parsers whose modules are not imported yet, as parse_text has them
+        # (parsers/__init__.py, index.json): a bundle of NCCL logs never imports the others.
+        self.parsers = _instances(path, self.sink)
         self.nccl = next(p for p in self.parsers if isinstance(p, NcclParser))
         # Whether the NCCL parser can be inside a block at all (`busy` is only ever False
         # unless a subclass overrides it): asked after each line it claims only if so.
