@@ -77,7 +77,8 @@ def test_every_group_holds_one_true_cause(full_run):
     for g in doc["groups"]:
         assert {"signature", "category", "cause", "count", "bundles"} <= set(g)
         causes = {true_cause(b) for b in g["bundles"]} - {None}
-        assert len(causes) <= 1, f"{g['signature']} mixes {causes}"
+        # the bundles nothing was claimed for share the one 'unknown' group by design
+        assert len(causes) <= 1 or g["cause"] == "unknown", f"{g['signature']} mixes {causes}"
 
 
 def test_outputs_are_written_and_the_index_is_self_contained(full_run):
