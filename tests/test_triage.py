@@ -209,7 +209,7 @@ def test_bundle_text_is_escaped_in_the_index(tmp_path):
 def test_baseline_marks_new_and_gone_and_fail_on_new(tmp_path):
     batch = tmp_path / "batch"
     batch.mkdir()
-    for case in ("xid79-fell-off-bus-01", "cfg-ulimit-fd-shapeworks-02", "nccl-p2p-iommu-01"):
+    for case in ("xid79-fell-off-bus-01", "cfg-ulimit-fd-shapeworks-02", "ecc-uncorrectable-01"):
         copy_case(case, batch)
     first = tmp_path / "first"
     assert triage(str(batch), "--out", str(first), "-q", "--fail-on", "new") == 3   # no baseline: all new
@@ -218,7 +218,7 @@ def test_baseline_marks_new_and_gone_and_fail_on_new(tmp_path):
     assert triage(str(batch), "--out", str(tmp_path / "same"), "-q", "--baseline", str(first / "triage.json"),
                   "--fail-on", "new") == 0
 
-    shutil.rmtree(batch / "nccl-p2p-iommu-01")
+    shutil.rmtree(batch / "ecc-uncorrectable-01")
     copy_case("pcie-aer-fatal-01", batch)
     second = tmp_path / "second"
     assert triage(str(batch), "--out", str(second), "-q", "--baseline", str(first / "triage.json"),
@@ -226,7 +226,7 @@ def test_baseline_marks_new_and_gone_and_fail_on_new(tmp_path):
     doc = load(second)
     new = [g["cause"] for g in doc["groups"] if g["new"]]
     assert new == ["pcie_error"]
-    assert [g["cause"] for g in doc["gone"]] == [old[g["signature"]]["cause"] for g in doc["gone"]] == ["nccl_p2p"]
+    assert [g["cause"] for g in doc["gone"]] == [old[g["signature"]]["cause"] for g in doc["gone"]] == ["gpu_memory_ecc"]
     assert doc["totals"]["new"] == 1 and doc["totals"]["gone"] == 1
     assert "Gone since the baseline" in (second / "summary.md").read_text()
 
