@@ -506,6 +506,8 @@ def cmd_rules(args) -> int:
             try:
                 k = knowledge.load((f,))
                 print(f"{f}: ok ({len(k.messages)} message patterns, {len(k.causes)} causes, {len(k.xids)} Xids in total)")
+                for note in knowledge.unstated_strengths(f):
+                    print(f"{f}: warning: {note}")
             except knowledge.KnowledgeError as exc:
                 print(f"{f}: {exc}")
                 bad += 1

@@ -60,6 +60,7 @@ class XidInfo:
     role: str
     immediate: str
     investigatory: str
+    strength: str = ""  # strong | weak, per entry from NVIDIA's catalog (xid.toml); "" -> weak
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,14 +195,18 @@ def parse_xids(data: dict, origin: str) -> dict[int, XidInfo]:
         role = _need(e, "role", where)
         if role not in ("root", "consequence", "context"):
             raise KnowledgeError(f"{where}: role must be root, consequence or context")
+        if e.get("strength", "") not in ("", "strong", "weak") or (e.get("strength") == "strong" and role != "root"):
+            raise KnowledgeError(f"{where}: strength must be strong (a root Xid) or weak")
         xids[int(code)] = XidInfo(
             code=int(code), name=_need(e, "name", where), meaning=_need(e, "meaning", where),
             cause=_need(e, "cause", where), weight=float(_need(e, "weight", where, (int, float))),
-            role=role, immediate=e.get("immediate", ""), investigatory=e.get("investigatory", ""))
+            role=role, immediate=e.get("immediate", ""), investigatory=e.get("investigatory", ""),
+            strength=e.get("strength", ""))
     return xids
 
 
-def parse_messages(data: dict, origin: str, groups: dict[str, list[str]] | None = None) -> tuple[MessagePattern, ...]:
+def parse_messages(data: dict, origin: str, groups: dict[str, list[str]] | None = None,
+                   user: bool = False) -> tuple[MessagePattern, ...]:
     """The [[message]] entries; each pattern is compiled here (a bad one is reported) unless
     `groups` gives its named groups (prepared.json: compiled and checked when prepared)."""
     out = []
@@ -228,17 +233,44 @@ def parse_messages(data: dict, origin: str, groups: dict[str, list[str]] | None 
             cause=e.get("cause", ""), weight=float(e.get("weight", 0.0)), role=role,
             sample=_need(e, "sample", where), source=_need(e, "source", where), origin=origin,
             advice=e.get("advice", ""), weight_cap=float(e.get("weight_cap", 0.97)),
-            strength=_strength(e, where), death=e.get("death", ""), fields=fields))
+            strength=_strength(e, where, user), death=e.get("death", ""), fields=fields))
     return tuple(out)
 
 
-def _strength(e: dict, where: str) -> str:
+def _strength(e: dict, where: str, user: bool = False) -> str:
     """Causal patterns say whether one line is enough to claim (strong) or needs an
-    independent second sign (weak); a user file that does not say is weak."""
-    strength = e.get("strength", "weak" if e.get("cause") and float(e.get("weight", 0.0)) > 0 else "")
+    independent second sign (weak).  A built-in one that does not say is weak; a user rule
+    file written before strengths existed says it with its weight: at least the standard strong
+    weight (catalogs/readings.toml strength.specific) is strong (audit 5 M6)."""
+    causal = bool(e.get("cause")) and float(e.get("weight", 0.0)) > 0
+    default = ("strong" if user and float(e.get("weight", 0.0)) >= strong_weight() else "weak") if causal else ""
+    strength = e.get("strength", default)
     if strength not in ("", "strong", "weak"):
         raise KnowledgeError(f"{where}: strength must be strong or weak")
     return strength
+
+
+def strong_weight() -> float:
+    """The standard weight of a strong sign (catalogs/readings.toml strength.specific)."""
+    from postmortem.knowledge.registry import source
+
+    return float(source("catalogs/readings.toml")["strength"]["specific"]["weight"])
+
+
+def unstated_strengths(path: Path) -> list[str]:
+    """What a user rule file's causal [[message]] entries without `strength` are read as."""
+    import tomllib
+
+    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    out = []
+    for e in data.get("message", []):
+        if "strength" in e or not e.get("cause") or float(e.get("weight", 0.0)) <= 0:
+            continue
+        strong = float(e["weight"]) >= strong_weight()
+        out.append(f"message '{e.get('id', '?')}' gives no strength: read as {'strong' if strong else 'weak'} from its "
+                   f"weight {float(e['weight']):.2f} (strong from {strong_weight():.2f})"
+                   + ("" if strong else "; a weak sign never claims alone (add strength = \"strong\" if one line proves it)"))
+    return out
 
 
 def validate(k: Knowledge, samples_checked: tuple[MessagePattern, ...] = ()) -> None:
@@ -317,7 +349,7 @@ def load(extra_rules: tuple[Path, ...] = ()) -> Knowledge:
         causes.update(parse_causes(data.get("causes", {}), str(path)))
         xids.update(parse_xids(data.get("xid", {}), str(path)))
         # User patterns go first so they can override a built-in reading of a line.
-        messages[:0] = parse_messages(data, str(path))
+        messages[:0] = parse_messages(data, str(path), user=True)
     merged = Knowledge(causes, xids, tuple(messages))
     validate(merged, _samples_checked(k))
     return merged

@@ -304,3 +304,73 @@ def _signs_of(case_dir: Path, cause: str, extra: dict[str, str] | None = None, t
 def test_one_failure_read_twice_is_one_sign(case_dir, cause, one):
     signs = _signs_of(FIXTURES / case_dir / "bundle", cause)
     assert len(signs) == 1 and signs[0] in one, signs
+
+
+# ---------------------------------------------------------------- H2: a small /dev/shm beside a bare system error
+
+_DF64 = FIXTURES / "system/shm64_df_h.txt"          # real Docker `df -h /dev/shm`: 64M, 48M used, 75%
+_NET_LINE = next(line for line in _read(FIXTURES / "validation/nccl-shm-attach-regression-09/bundle/nccl.log").splitlines()
+                 if "via NET/IB" in line)
+_SHM_LINE = next(line for line in _read(FIXTURES / "validation16/iommu-acs-hang-a6000-tp2-vllm-01/bundle/vllm.log").splitlines()
+                 if "via SHM/" in line)
+
+
+def _shm_small(v) -> bool:
+    """The measurement was counted as a sign (the rule says so in the trace, or why not)."""
+    said = [t for t in v.trace if t.startswith("shm-small-beside-failure:")]
+    return bool(said) and all("not counted" not in t for t in said)
+
+
+def test_an_idle_small_dev_shm_is_no_second_sign(tmp_path):
+    # The audit's probe p3: accelerate#2107's bare 'unhandled system error' (truth: the bridge network)
+    # beside the real Docker df edited at test time to 0% used.
+    idle = _read(_DF64).replace("48M   16M  75%", " 0M   64M   0%")
+    v = _bundle(tmp_path, {"stderr.txt": _read(_ACCEL), "df_shm.txt": idle}).verdict
+    assert not _shm_small(v) and v.cause != "shm_exhausted", v.trace
+
+
+def test_a_small_dev_shm_in_use_beside_the_bare_error_is_a_second_sign(tmp_path):
+    # Near miss that must still count: the real df as taken (75% used).
+    v = _bundle(tmp_path, {"stderr.txt": _read(_ACCEL), "df_shm.txt": _read(_DF64)}).verdict
+    assert _shm_small(v), v.trace
+
+
+def test_a_job_across_nodes_or_a_named_warn_leaves_the_size_out(tmp_path):
+    idle = _read(_DF64).replace("48M   16M  75%", " 0M   64M   0%")
+    # NCCL's SHM transport in play would count it ...
+    v = _bundle(tmp_path / "a", {"stderr.txt": _read(_ACCEL), "df_shm.txt": idle, "nccl.log": _SHM_LINE + "\n"}).verdict
+    assert _shm_small(v), v.trace
+    # ... but not beside a channel across nodes (the network is as likely) ...
+    v = _bundle(tmp_path / "b", {"stderr.txt": _read(_ACCEL), "df_shm.txt": _read(_DF64),
+                                 "nccl.log": _SHM_LINE + "\n" + _NET_LINE + "\n"}).verdict
+    assert not _shm_small(v), v.trace
+    # ... nor beside an NCCL WARN naming the failing call (corpus multi-roce-hca-enodev-08's ibv_modify_qp)
+    warn = next(line for line in _read(_ROCE).splitlines() if "NCCL WARN" in line)
+    v = _bundle(tmp_path / "c", {"stderr.txt": _read(_ACCEL), "df_shm.txt": _read(_DF64), "nccl.log": warn + "\n"}).verdict
+    assert not _shm_small(v), v.trace
+
+
+# ---------------------------------------------------------------- H5: two dumps of one instant
+
+def test_flight_recorder_and_py_spy_dumps_of_one_instant_are_one_sign(tmp_path):
+    # The audit's probe g9: only the real flightrec/ and pyspy/ folders of lab-flightrec-hang-stacks.
+    import shutil
+    src = FIXTURES / "bundles/lab-flightrec-hang-stacks/bundle"
+    for folder in ("flightrec", "pyspy"):   # binary FR dumps: copied as they are
+        shutil.copytree(src / folder, tmp_path / "bundle" / folder)
+    v = analyze(tmp_path / "bundle").verdict
+    assert v.cause == "unknown", v.trace
+    assert not any("independent weak signs" in t for t in v.trace), v.trace
+
+
+# ---------------------------------------------------------------- L7: Xid strength per entry
+
+def test_xid_strength_is_marked_per_entry_not_derived_from_its_weight():
+    assert K.xids[79].strength == "strong" and K.xids[48].strength == "strong"
+    # 46 'GPU stopped processing' weighs what a strong reading weighs, but NVIDIA lists several causes
+    assert K.xids[46].weight >= 0.6 and K.xids[46].strength == "weak"
+    from postmortem.classify.rules.known_messages import _xid_strength
+    assert _xid_strength(K.xids[46]) == "weak" and _xid_strength(K.xids[79]) == "strong"
+    # the readings gen_nvidia.py derived from a mnemonic carry no mark: weak
+    generated = [x for x in K.xids.values() if x.role == "root" and not x.strength]
+    assert generated and all(_xid_strength(x) == "weak" for x in generated)

@@ -149,11 +149,40 @@ class ShmSmallBesideFailure(Rule):
         if not failures:
             return []
         f, v = small[0]
+        why_not = _shm_not_telling(case)
+        if why_not:
+            trace.append(f"{self.id}: /dev/shm {v / (1 << 20):.0f} MiB ({f.ref.describe()}) beside "
+                         f"{failures[0].ref.describe()}, not counted: {why_not}")
+            return []
         trace.append(f"{self.id}: /dev/shm {v / (1 << 20):.0f} MiB ({f.ref.describe()}) beside {failures[0].ref.describe()}")
         return [sign_finding(k, SIGN.shm_small_beside_failure, self.id,
                              f"/dev/shm is only {v / (1 << 20):.0f} MiB ({f.ref.describe()}), a container default, "
                              f"and the job failed the way a full /dev/shm makes it fail ({failures[0].ref.describe()})",
                              [], "shm", extra_refs=(f.ref,))]
+
+def _shm_not_telling(case: Case) -> str:
+    """Why a small /dev/shm says nothing about this failure ('' when it may): 64 MiB is every
+    default container's, and the bare error of a container is as often its bridge network, so
+    the size counts only when the bundle shows /dev/shm in play -- its use (df Use% at least
+    threshold.shm_low_use_pct) or NCCL's SHM transport / its /dev/shm/nccl-* segments -- and
+    never when the job spans hosts (an inter-node path is the other suspect) or when an NCCL
+    WARN names the call that failed (audit 5 H2)."""
+    hosts = {e.host for e in case.events if e.host}
+    remote = next((e for e in events_of(case, KIND.nccl_transport) if str(e.data.get("via", "")).startswith("NET")), None)
+    if len(hosts) >= 2 or remote is not None:
+        return (f"the job spans {len(hosts)} hosts" if len(hosts) >= 2 else
+                f"NCCL connects across nodes ({remote.ref.describe()})") + ": the network is as likely"
+    warn = next(iter(events_of(case, KIND.nccl_warn)), None)
+    if warn is not None:
+        return f"an NCCL WARN names the failing call ({warn.ref.describe()})"
+    used = [f for f in case.facts if f.name == "shm.use_pct" and isinstance(f.value, (int, float))
+            and f.value >= LIMIT.shm_low_use_pct]
+    shm_transport = [e for e in events_of(case, KIND.nccl_transport) if str(e.data.get("via", "")).startswith("SHM")]
+    segment = [e for e in case.events if "/dev/shm/nccl-" in (e.text or "")]
+    if not (used or shm_transport or segment):
+        return "neither its use (df Use%) nor NCCL's SHM transport shows /dev/shm in play"
+    return ""
+
 
 COLLECTIVE_FRAME = re.compile(r"barrier|all_?reduce|all_?gather|broadcast|reduce_scatter|all_to_all|alltoall|"
                               r"\bwait\b|monitored_barrier|synchronize", re.I)

@@ -97,10 +97,12 @@ class XidCatalog(Rule):
 
 
 def _xid_strength(info) -> str:
-    """An Xid is the driver's own report of the fault it detected.  A root Xid whose catalog
-    reading is at least the standard strong weight (catalogs/readings.toml strength.specific:
-    the hand-checked readings, e.g. 79 fell off the bus, 48 double-bit ECC, 119 GSP timeout)
-    names one mechanism: strong.  The readings tools/catalogs/gen_nvidia.py derived from a
-    mnemonic alone (0.3-0.5) are weak, as is every consequence or context Xid."""
-    return "strong" if info.role == "root" and info.weight >= _readings()["strength"]["specific"]["weight"] else "weak"
+    """An Xid is the driver's own report of the fault it detected.  Strong only where xid.toml
+    marks the entry so from NVIDIA's catalog row (a description naming one failed unit and an immediate action other than IGNORE, e.g. 79
+    fell off the bus, 48 double-bit ECC, 119 GSP timeout, and a resolution that does not send
+    one to the application or the software stack); weak for generic descriptions (46 'GPU stopped
+    processing': NVIDIA lists driver errors and system memory corruption among its causes),
+    the readings tools/catalogs/gen_nvidia.py derived from a mnemonic, and every consequence or
+    context Xid (audit 5 L7: strength is not derived from a weight)."""
+    return "strong" if info.role == "root" and info.strength == "strong" else "weak"
 
