@@ -374,3 +374,23 @@ def test_xid_strength_is_marked_per_entry_not_derived_from_its_weight():
     # the readings gen_nvidia.py derived from a mnemonic carry no mark: weak
     generated = [x for x in K.xids.values() if x.role == "root" and not x.strength]
     assert generated and all(_xid_strength(x) == "weak" for x in generated)
+
+
+# ---------------------------------------------------------------- L9: a store server's wait beside a client's failure
+
+_STORE = FIXTURES / "validation22/lab4-store-port-rejected/bundle"   # real lab: iptables REJECT on the store's node
+
+
+def _store_signs(case) -> list:
+    return [f for f in rules.StoreServerWaited().findings(case, K, [])]
+
+
+def test_a_server_wait_and_a_client_failure_that_overlapped_are_read(tmp_path):
+    assert _store_signs(analyze(_STORE).case)
+
+
+def test_a_server_wait_without_a_time_does_not_pair_with_a_client_failure(tmp_path):
+    # The same real lines, the server's DistStoreError alone in its file (no timed line to place it).
+    server = next(line for line in _read(_STORE / "node0.log").splitlines() if "waiting for clients" in line)
+    a = _bundle(tmp_path, {"node0.log": server + "\n", "node1.log": _read(_STORE / "node1.log")})
+    assert not _store_signs(a.case)

@@ -325,10 +325,11 @@ class StoreServerWaited(Rule):
 
 
 def _overlapped(server: Event, waited_s: int, client: Event, params) -> bool:
-    """The client's attempt and the server's wait overlapped, when both lines carry a time
-    (without times the two messages are read as one episode: no later attempt is seen)."""
+    """The client's attempt and the server's wait overlapped.  Both lines must carry a time:
+    without one, an earlier attempt's client failure could pair with a later launch's server
+    wait (audit 5 L9)."""
     if not (server.when and server.when.at and client.when and client.when.at):
-        return True
+        return False
     m = re.search(params["client_timeout"], client.text or "")
     tried_s = int(m.group("ms")) / 1000 if m else 0.0
     return ((server.when.at - client.when.at).total_seconds() <= waited_s
