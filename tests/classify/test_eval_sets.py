@@ -90,9 +90,12 @@ def test_validation22_floor():
     """The development half of the fourth blind sweep (fixtures/validation22, see its README):
     first seen at bf33662 with 10/23 categories and 8/23 causes, with no confident mistake."""
     result = evaluate([ROOT / "fixtures/validation22"])
-    assert result["total"] == 23
-    # strict claim policy (issue 13 §4): 8/23, 7/23 measured (10/23 and 8/23 with tentative claims); 10/23, 9/23 after audit 5
-    assert result["category_correct"] >= 10 and result["cause_correct"] >= 9, (result["category_correct"], result["cause_correct"])
+    # 24 since lab4-readonly-dev-shm moved here from the frozen split (its mechanism was worked
+    # on after its first-seen miss, so it no longer counts as unseen; see the frozen README).
+    assert result["total"] == 24
+    # strict claim policy (issue 13 §4): 8/23, 7/23 measured (10/23 and 8/23 with tentative claims); 10/23, 9/23 after audit 5;
+    # 11/24, 10/24 with the moved case
+    assert result["category_correct"] >= 11 and result["cause_correct"] >= 10, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
 
@@ -102,11 +105,37 @@ def test_second_frozen_split_first_seen_floor():
     bf33662 with 22/35 categories and 20/35 causes, with no confident mistake. The floor only
     guards it against regressions; nobody develops against it."""
     result = evaluate([ROOT / "fixtures/frozen/sweep-2026-12d"])
-    assert result["total"] == 35
+    # 34 since lab4-readonly-dev-shm moved to fixtures/validation22 (touched: see the README).
+    assert result["total"] == 34
     # With the strict claim policy (issue 13 §4) the floor is what this test printed when it
     # failed (category 18, cause 17; no case folder or per-case output read).
     # After the audit 5 fixes: what this test printed when it failed (category 15, cause 15; no
     # case folder or per-case output read).
-    assert result["category_correct"] >= 15 and result["cause_correct"] >= 15, (result["category_correct"], result["cause_correct"])
+    # Without the moved case: 14 and 14 (counts only).
+    assert result["category_correct"] >= 14 and result["cause_correct"] >= 14, (result["category_correct"], result["cause_correct"])
+    assert not result["confident_wrong"]
+    assert result["evidence_ok"] == result["total"]
+
+
+_SWEEP5 = ("gh", "lab-a", "lab-b", "lab-c")
+
+
+def test_validation23_floor():
+    """The development half of the fifth blind sweep (fixtures/validation23, see its README):
+    first seen at 9f6af5f with 10/24 categories and 9/24 causes, with no confident mistake."""
+    result = evaluate([ROOT / "fixtures/validation23" / g for g in _SWEEP5])
+    assert result["total"] == 24
+    assert result["category_correct"] >= 10 and result["cause_correct"] >= 9, (result["category_correct"], result["cause_correct"])
+    assert not result["confident_wrong"]
+    assert result["evidence_ok"] == result["total"]
+
+
+def test_third_frozen_split_first_seen_floor():
+    """The frozen half of the fifth blind sweep (fixtures/frozen/sweep-2026-12e): first seen at
+    9f6af5f with 7/25 categories and 7/25 causes, with no confident mistake. Nobody develops
+    against it; the floor only guards against regressions."""
+    result = evaluate([ROOT / "fixtures/frozen/sweep-2026-12e" / g for g in _SWEEP5])
+    assert result["total"] == 25
+    assert result["category_correct"] >= 7 and result["cause_correct"] >= 7, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
