@@ -18,8 +18,10 @@ _KERNEL_KINDS = produced_by("parser:kernel")
 _SIGNAL_DEATHS = deaths("fatal_signal", "exit")
 # Library code: a frame here is not the job's own (site-packages, the interpreter, the runtime).
 _LIBRARY_FILE = re.compile(r"(?:site|dist)-packages/|/lib/python3[\d.]*/|^<frozen |^<string>$|/torch/|/_?pytest/")
-_RUNTIME_MODULE = re.compile(r"(?:^|/)(?:libc|libpthread|libstdc\+\+|libgcc_s|ld-linux|libcuda|libcudart|libnccl|"
-                             r"libtorch\w*|libc10\w*|libpython[\d.]*|python[\d.]*|libm|libdl|libucs|libucp|libuct|"
+# The C library's own modules; with the C++, CUDA, NCCL, Python and verbs runtimes: the runtime.
+_C_LIBRARIES = r"libc|libpthread|libm|libdl|ld-linux"
+_RUNTIME_MODULE = re.compile(r"(?:^|/)(?:" + _C_LIBRARIES + r"|libstdc\+\+|libgcc_s|libcuda|libcudart|libnccl|"
+                             r"libtorch\w*|libc10\w*|libpython[\d.]*|python[\d.]*|libucs|libucp|libuct|"
                              r"libmlx5|libibverbs|libnvidia\w*|libcublas\w*|libcudnn\w*|libffi|_ctypes[\w.-]*)(?:[.-]|$)")
 
 
@@ -162,7 +164,7 @@ def _c_library_frame(f: Frame) -> bool:
     return bool(_C_LIBRARY_MODULE.search(f.module or "") or _C_LIBRARY_SOURCE.match(f.file or ""))
 
 
-_C_LIBRARY_MODULE = re.compile(r"(?:^|/)(?:libc|libpthread|libm|libdl|ld-linux[\w-]*)[.-]")
+_C_LIBRARY_MODULE = re.compile(r"(?:^|/)(?:" + _C_LIBRARIES + r")[.-]")
 
 
 def _fault_site_is_own(frames) -> bool:

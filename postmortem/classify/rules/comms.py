@@ -66,6 +66,13 @@ def _one_run(case, versions: dict[str, list[Event]]) -> str:
     return ""
 
 
+def host_only_interface() -> re.Pattern | None:
+    """Interface names that exist only on their host (loopback, container bridges, veth ends),
+    as the sign net.host_only_interface lists them; None when it lists none."""
+    names = registry().signals[SIGN.net_host_only_interface.id].params.get("interfaces", ())
+    return re.compile(r"^(?:" + "|".join(names) + r")") if names else None
+
+
 class HostOnlySocketInterface(Rule):
     """NCCL's bootstrap or socket transport using interfaces that exist only inside one host:
     container bridges and their veth ends, libvirt's bridge, loopback.  NCCL itself skips
@@ -77,8 +84,7 @@ class HostOnlySocketInterface(Rule):
     id = "host-only-interface"
 
     def findings(self, case, k, trace):
-        names = registry().signals[SIGN.net_host_only_interface.id].params.get("interfaces", ())
-        local = re.compile(r"^(?:" + "|".join(names) + r")") if names else None
+        local = host_only_interface()
         hits: list[tuple[Event, str]] = []
         for e in case.events:
             if local is None or e.kind != KIND.nccl_network or e.data.get("network") not in ("Bootstrap", "Socket"):

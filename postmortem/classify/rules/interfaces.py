@@ -7,11 +7,10 @@ rank.  The interface the traffic used says why: no carrier, or packets dropped.
 """
 from __future__ import annotations
 
-import re
-
 from postmortem.classify.rules.base import Rule, events_of, sign_finding
+from postmortem.classify.rules.comms import host_only_interface
 from postmortem.classify.rules.config import TIMEOUT_KINDS
-from postmortem.knowledge.registry import KIND, LIMIT, SIGN, registry
+from postmortem.knowledge.registry import KIND, LIMIT, SIGN
 from postmortem.model import Case, Fact
 from postmortem.parsers.iproute import FACT
 
@@ -25,8 +24,8 @@ _DOWN_STATES = frozenset({"DOWN", "LOWERLAYERDOWN"})
 
 def _host_local(name: str) -> bool:
     """Loopback, container bridges and veth ends: not the path between nodes."""
-    names = registry().signals[SIGN.net_host_only_interface.id].params.get("interfaces", ())
-    return bool(names) and re.match(r"^(?:" + "|".join(names) + r")", name) is not None
+    local = host_only_interface()
+    return local is not None and local.match(name) is not None
 
 
 def _down(info: dict) -> bool:
