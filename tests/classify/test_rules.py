@@ -46,7 +46,8 @@ def test_xid_catalog_reads_code_and_gpu():
 
 def test_sigbus_with_nccl_frames_is_shm():
     fs, trace = run(rules.SigbusContext(), CORPUS / "shm-nccl-sigbus-ucx-06/bundle")
-    assert fs and fs[0].cause == "shm_exhausted" and 0.5 < fs[0].confidence < 0.8
+    # A lean, not a claim: NCCL also faults on GPU memory mapped through the BAR (GDRCopy).
+    assert fs and fs[0].cause == "shm_exhausted" and fs[0].strength == "weak" and fs[0].confidence < 0.35
     assert any("inside NCCL code" in t for t in trace)
 
 

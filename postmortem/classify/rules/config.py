@@ -6,6 +6,7 @@ from itertools import islice
 import re
 
 from postmortem import signals
+from postmortem import stacks as stacklib
 from postmortem.classify.counter_evidence import (_NETWORK_TEXT, _TEARDOWN, carries_another, effective_shm_size,
                                                   enomem_events)
 from postmortem.classify.rules.app import _traceback_of
@@ -83,7 +84,8 @@ class SigbusContext(Rule):
     * the core's fault address inside a /dev/shm file: shared memory exhausted, proven;
     * BUS_MCEERR_*: a hardware memory error;
     * inside NCCL code (NCCL maps its intra-node buffers from /dev/shm; 2.12-2.18 size them
-      sparse, so a full tmpfs surfaces as SIGBUS on first touch): shm exhausted, likely;
+      sparse, so a full tmpfs surfaces as SIGBUS on first touch): shm exhausted, leaning only --
+      NCCL also touches GPU memory mapped through the BAR (GDRCopy), which faults the same way;
     * otherwise the commonest cause in training jobs is still /dev/shm, but weakly."""
 
     id = "sigbus-context"
@@ -107,7 +109,12 @@ class SigbusContext(Rule):
         # Softer signs, each with its own strength; the strongest one sets the support.
         signs: list[tuple[object, str, tuple[Ref, ...]]] = []
         nccl_stacks = _stack_mentions(case.stacks, NCCL_FRAME)
-        if nccl_stacks:
+        segment = _fault_in_nccl_shm_segment(case)
+        if segment:  # the same stack read more precisely: instead of "somewhere in NCCL"
+            name, stack = segment
+            signs.append((SIGN.sigbus_at_nccl_shm_segment, f"it hit in NCCL's {name}, which touches only the /dev/shm "
+                                "segment it has just mapped: the tmpfs had no page to give", (stack.ref,)))
+        elif nccl_stacks:
             signs.append((SIGN.sigbus_in_nccl_code, "it hit inside NCCL code: NCCL's shared-memory segments live in /dev/shm, "
                                 "and an undersized /dev/shm surfaces as SIGBUS on first touch", (nccl_stacks[0].ref,)))
         shm_stacks = _stack_mentions(case.stacks, SHM_FRAME)
@@ -127,10 +134,22 @@ class SigbusContext(Rule):
         w = 1 - (1 - signs[0][0].weight) * (LIMIT.second_sign_factor if len(signs) > 1 else 1.0)
         refs = tuple(r for _, _, rs in signs for r in rs)
         trace.append(f"{self.id}: SIGBUS with {len(signs)} shm sign(s): " + "; ".join(t for _, t, _ in signs))
-        # The death by SIGBUS and each place it points at are separate observations.
+        # The death and the stack it died in are one event (signals.toml [failure."sigbus.one_death"]):
+        # only a measurement of the machine (the /dev/shm size) is a second observation.
         return [sign_finding(k, signs[0][0], self.id, "a process died of SIGBUS; " + "; ".join(t for _, t, _ in signs),
                              buses, "SIGBUS", extra_refs=refs, weight=w,
-                             combined=(*(s for s, _, _ in signs[1:]), SIGN.sigbus_unlocated))]
+                             combined=tuple(s for s, _, _ in signs[1:]))]
+
+def _fault_in_nccl_shm_segment(case: Case):
+    """(function, stack) when the crashing stack's own frame -- the first the signature walk
+    keeps past signal delivery and memset/memcpy -- is NCCL's /dev/shm segment setup."""
+    crashed = stacklib.crashing(case.stacks, case.events)
+    kept = stacklib.walk(crashed).frames if crashed else ()
+    names = SIGN.sigbus_at_nccl_shm_segment.params["functions"]
+    if kept and kept[-1] in names:
+        return kept[-1], crashed
+    return None
+
 
 class ShmSmallBesideFailure(Rule):
     """/dev/shm measured at a container default beside a failure whose commonest cause is a
