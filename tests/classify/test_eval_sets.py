@@ -19,8 +19,9 @@ def test_corpus_floors_and_no_confident_mistake():
     result = evaluate([ROOT / "fixtures/corpus"])
     n = result["total"]
     # 18/20 categories since audit 5: two NCCL versions not shown to be one run and a stopped NCCL
-    # init (one failure read twice) now lean instead of claiming
-    assert result["category_correct"] >= 0.9 * n and result["cause_correct"] >= 0.9 * n, (result["category_correct"], result["cause_correct"])
+    # init (one failure read twice) now lean instead of claiming; 17/20 since round 6: a UCX SIGBUS
+    # inside libnccl with nothing else (shm-nccl-sigbus-ucx-06) is one weak sign (audit 5 M3)
+    assert result["category_correct"] >= 0.85 * n and result["cause_correct"] >= 0.85 * n, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == n
 
@@ -41,7 +42,9 @@ def test_validation_set_floor():
     # code -9, a SIGBUS with no location, NCCL stopping during init), each now "leaning" its
     # cause with what to collect; before the policy they were claimed tentatively (75/83, 72/83).
     # audit 5 fixes (one fact read twice is one sign, ENOMEM/memlock, versions): 51/83 and 50/83 measured
-    assert result["category_correct"] >= 51 and result["cause_correct"] >= 50, (result["category_correct"], result["cause_correct"])
+    # round 6: the UCX SIGBUS inside libnccl alone (validation7 ucx-sigbus-ncclgroupend-hugectr-01)
+    # is one weak sign, not two (audit 5 M3): 50/83 and 49/83 measured
+    assert result["category_correct"] >= 50 and result["cause_correct"] >= 49, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
 
