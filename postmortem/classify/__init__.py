@@ -43,9 +43,16 @@ def run_rules(case: Case, k: Knowledge, trace: list[str]) -> list[Finding]:
 
 
 def _support(findings: list[Finding]) -> float:
+    """The noisy-OR of the findings' confidences; findings that read one failure (signals.toml
+    [failure]) add as one, the most confident of them."""
+    failures = registry().failures
+    best: dict[object, float] = {}
+    for i, f in enumerate(findings):
+        key = failures.get(f.signal or "") or i
+        best[key] = max(best.get(key, 0.0), f.confidence)
     miss = 1.0
-    for f in findings:
-        miss *= 1 - f.confidence
+    for confidence in best.values():
+        miss *= 1 - confidence
     return 1 - miss
 
 

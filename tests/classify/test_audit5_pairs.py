@@ -76,3 +76,46 @@ def test_ncclshmopen_as_a_caller_of_the_faulting_frame_is_not_the_fault_site(tmp
             lines[i] = f"#{int(n) + 1} {rest}"
     roots, signs = _shm(_bundle(tmp_path, {"gdb.txt": "\n".join(lines) + "\n"}))
     assert signs == ["sigbus.in_nccl_code"] and all(f.strength == "weak" for f in roots)
+
+
+# ---------------------------------------------------------------- the store's bind warnings and its listen error
+
+# Real stderr of wenet-e2e/wekws#93: two `[W socket.cpp:401] ... failed to bind to ... (errno: 98 -
+# Address already in use).` warnings, then `[E socket.cpp:435] ... failed to listen on any local network address.`
+_WEKWS = FIXTURES / "validation21/wekws-second-torchrun-standalone-port-29400-in-use-03/bundle/stderr.txt"
+
+
+def _port(tmp_path: Path, lines: list[str]):
+    bundle = _bundle(tmp_path, {"stderr.txt": "\n".join(lines) + "\n"})
+    case = analyze(bundle).case
+    found = [f for f in run_rules(case, K, []) if f.cause == "port_in_use"]
+    return found, _independent_signs(found), analyze(bundle).verdict
+
+
+def _wekws() -> tuple[list[str], str]:
+    lines = _WEKWS.read_text(encoding="utf-8").splitlines()
+    return [line for line in lines if "failed to bind to" in line], next(line for line in lines if "listen on any" in line)
+
+
+def test_bind_warnings_with_eaddrinuse_before_the_listen_error_are_one_strong_sign(tmp_path):
+    from postmortem.knowledge.registry import SIGN
+    found, signs, v = _port(tmp_path, _WEKWS.read_text(encoding="utf-8").splitlines())
+    assert signs == ["store.port_taken"], signs           # three readings of one failure: one sign
+    assert v.cause == "port_in_use" and v.confidence == SIGN.store_port_taken.weight  # and one support
+
+
+def test_the_listen_error_alone_is_a_weak_sign(tmp_path):
+    """Near miss: the error line without the warnings (whose errno says why) does not claim."""
+    _, error = _wekws()
+    found, signs, v = _port(tmp_path, [error])
+    assert found and all(f.strength == "weak" for f in found) and v.cause == "unknown"
+
+
+def test_bind_warnings_after_the_error_or_alone_are_not_its_cause(tmp_path):
+    """Near miss: the warnings alone (another address may have bound), and the warnings after the
+    error (another attempt's) -- neither is the strong combination; the readings stay one weak sign."""
+    binds, error = _wekws()
+    for lines in (binds, [error, *binds]):
+        found, signs, v = _port(tmp_path / str(len(lines)), lines)
+        assert "store.port_taken" not in signs and len(signs) == 1, signs
+        assert v.cause == "unknown"

@@ -643,4 +643,34 @@ def _locking_call(case: Case, e: Event) -> str | None:
     return None
 
 
+class StorePortTaken(Rule):
+    """The c10d store's server could not listen on any address, and the bind warnings c10d
+    recorded on the way there say EADDRINUSE: the store's port is held by another process.
+    (c10d prints the warnings per address and the error once all failed: one failure, whose
+    errno is the discriminating part.)"""
+
+    id = "store-port-taken"
+
+    def findings(self, case, k, trace):
+        params = SIGN.store_port_taken.params
+        listen_failed = re.compile(params["listen_failed"])
+        bind_taken = re.compile(params["bind_failed"])
+        errors = [e for e in events_of(case, KIND.msg_c10d_log) if listen_failed.search(e.text or "")]
+        if not errors:
+            return []
+        binds = [e for e in case.events if bind_taken.search(e.text or "") and not listen_failed.search(e.text or "")]
+        for error in errors:
+            before = [e for e in errors if e.ref.path == error.ref.path and (e.ref.line or 0) < (error.ref.line or 0)]
+            since = max((e.ref.line or 0 for e in before), default=0)
+            own = [b for b in binds if b.ref.path == error.ref.path
+                   and since < (b.ref.line or 0) < (error.ref.line or 0) <= (b.ref.line or 0) + int(params["window"])]
+            if own:
+                trace.append(f"{self.id}: {error.ref.describe()} after {len(own)} bind warning(s) with EADDRINUSE "
+                             f"from {own[0].ref.describe()}")
+                return [sign_finding(k, SIGN.store_port_taken, self.id,
+                                     f"the store's server could not listen on any address ({error.ref.describe()}); "
+                                     f"binding its port failed with EADDRINUSE ({own[0].ref.describe()}): another process holds the port",
+                                     [*own, error], "EADDRINUSE")]
+        trace.append(f"{self.id}: the store could not listen, but no bind warning before it names EADDRINUSE")
+        return []
 
