@@ -119,3 +119,28 @@ def test_bind_warnings_after_the_error_or_alone_are_not_its_cause(tmp_path):
         found, signs, v = _port(tmp_path / str(len(lines)), lines)
         assert "store.port_taken" not in signs and len(signs) == 1, signs
         assert v.cause == "unknown"
+
+
+# ---------------------------------------------------------------- L2: a loss count needs its packets counter
+
+_JUMBO_IP = FIXTURES / "validation21/lab3-jumbo-mtu-blackhole/bundle/ip_link.txt"   # real lab `ip -s link`
+
+
+def _eth0_counters() -> dict:
+    case = analyze(_JUMBO_IP).case
+    return dict(next(f.value for f in case.facts if isinstance(f.value, dict) and f.value.get("name") == "eth0"
+                     and f.value.get("counters", {}).get("tx_dropped"))["counters"])
+
+
+def test_losses_among_the_frames_of_their_direction_are_counted():
+    from postmortem.classify.rules.interfaces import _losses
+    counters = _eth0_counters()                      # TX: 51 packets, 84 dropped (the MTU black hole)
+    assert _losses({"counters": counters}) == {"tx_dropped": 84}
+
+
+def test_a_loss_count_without_its_packets_counter_is_not_counted():
+    """Near miss (the same real counters, tx_packets removed at test time): no rate, no sign."""
+    from postmortem.classify.rules.interfaces import _losses
+    counters = _eth0_counters()
+    del counters["tx_packets"]
+    assert _losses({"counters": counters}) == {}
