@@ -153,6 +153,25 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "cuda_driver_mismatch", "specific", "the driver supports an older CUDA than the runtime this PyTorch build ships (cudaErrorInsufficientDriver)"),
     ("pt.no_nvidia_driver", "device", CUDAFUNCS, "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver from",
      "device_mapping", "specific", "the process sees no NVIDIA driver: none installed, or a container started without the GPU runtime"),
+    # The job's own misuse, named by the check that caught it (family "misuse").  Each text is
+    # printed only by a check of the job's model, data or checkpoint against itself; no
+    # network, driver or limit failure reaches it, so one line is a strong app_error sign.
+    # DDP's Reducer (torch/csrc/distributed/c10d/reducer.cpp mark_variable_ready): a parameter's
+    # gradient arrived twice in one backward (a parameter used outside forward, reentrant
+    # activation checkpointing with find_unused_parameters, a module shared by two passes).
+    ("pt.ddp_variable_ready_twice", "misuse", WHEEL, "Expected to mark a variable ready only once. ",
+     "app_error", "specific", "DDP's reducer saw one parameter's gradient twice in one backward: the model's use of its parameters (a parameter used outside forward, reentrant checkpointing with find_unused_parameters, a module shared by two passes)"),
+    # Autograd anomaly mode (torch/csrc/autograd/engine.cpp validate_outputs under
+    # torch.autograd.set_detect_anomaly(True)): a backward function produced NaN.
+    ("pt.anomaly_nan_output", "misuse", WHEEL, "Function '{}' returned nan values in its {d}th output.",
+     "app_error", "specific", "the job's computation produced NaN in backward (its data or numerics: log(0), division by zero, an overflowing loss); the job enabled anomaly detection, which raised it"),
+    # torch/optim/optimizer.py Optimizer.load_state_dict (and the C++ optimizer): a checkpoint's
+    # optimizer state does not fit the optimizer the job built (other model, other sharding,
+    # another world size for a sharded optimizer).
+    ("pt.optim_state_group_count", "misuse", WHEEL, "loaded state dict has a different number of parameter groups",
+     "app_error", "specific", "the optimizer state loaded from a checkpoint belongs to another model or sharding than the job built"),
+    ("pt.optim_state_group_size", "misuse", WHEEL, "loaded state dict contains a parameter group that doesn't match the size of optimizer's group",
+     "app_error", "specific", "the optimizer state loaded from a checkpoint belongs to another model or sharding than the job built (a sharded optimizer resumed with another world size)"),
     # device mismatch
     # Raised by an operator's device check (ATen TensorIterator / check_all_same_device): alone
     # it leans to the launch's device mapping; raised in the job's own frames it is the code's
@@ -246,7 +265,7 @@ def wheel_text(wheel: str) -> str:
     with zipfile.ZipFile(wheel) as z:
         for name in z.namelist():
             if name.endswith(".py") and name.startswith(("torch/utils/data", "torch/distributed", "torch/multiprocessing",
-                                                            "torch/nn/parallel")):
+                                                            "torch/nn/parallel", "torch/optim")):
                 chunks.extend(python_strings(z.read(name).decode("utf-8", "replace")))
             elif re.search(r"torch/lib/lib(torch_cpu|torch_python|c10)\.so$", name):
                 data = z.read(name)
