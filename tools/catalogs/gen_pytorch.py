@@ -56,8 +56,11 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     ("pt.nccl_uniqueid_store", "c10d", PGNCCL, "is setting up NCCL communicator and retrieving ncclUniqueId from [{d}] via c10d key-value store by key '{}', but store->get('{}') got error: {}",
      "context", "subsystem", "a rank could not get the NCCL id from the store: rank 0 absent, late or unreachable"),
     # c10d: collective desync (TORCH_DISTRIBUTED_DEBUG=DETAIL)
+    # ProcessGroupWrapper checks every collective's fingerprint (op, shapes, dtypes) across the
+    # ranks before running it: the ranks called different collectives in the same slot, which
+    # is the cause collective_desync (causes.toml), not a crash of the job's code.
     ("pt.collective_mismatch", "c10d", WHEEL, "Detected mismatch between collectives on ranks. Rank {d} is running collective: {}",
-     "app_error", "specific", "ranks issued different collectives: the job's own control flow diverged"),
+     "collective_desync", "specific", "ranks issued different collectives (TORCH_DISTRIBUTED_DEBUG=DETAIL fingerprints): the job's control flow diverged between ranks"),
     # c10d: the Gloo backend (third_party/gloo, compiled into libtorch_cpu.so).  pair.cc checks
     # each received message against the size this rank's own operation expects: a peer that
     # sent more bytes ran a different collective or the same one with other sizes.
@@ -172,6 +175,38 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "app_error", "specific", "the optimizer state loaded from a checkpoint belongs to another model or sharding than the job built"),
     ("pt.optim_state_group_size", "misuse", WHEEL, "loaded state dict contains a parameter group that doesn't match the size of optimizer's group",
      "app_error", "specific", "the optimizer state loaded from a checkpoint belongs to another model or sharding than the job built (a sharded optimizer resumed with another world size)"),
+    # DDP's constructor (torch/csrc/distributed/c10d/comm.cpp verify_params_across_processes):
+    # rank 0 broadcasts its parameters' shapes and every rank compares its own.  c10::str
+    # pieces: "[", rank, "]: params[", i, "] in this process", " with sizes ", sizes, " appears ...".
+    ("pt.ddp_param_shape_mismatch", "misuse", WHEEL, "] in this process{} appears not to match sizes of the same param in process 0.",
+     "app_error", "specific", "the ranks built different models (a config, checkout or code that differs between them): DDP's constructor compared each parameter's shape with rank 0's"),
+    # nn.Module.load_state_dict (torch/nn/modules/module.py): the checkpoint's keys or shapes are
+    # not the model's (another model, config or version of it).
+    ("pt.state_dict_load_errors", "misuse", WHEEL, "Error(s) in loading state_dict for {}:",
+     "app_error", "specific", "a checkpoint of another model (other keys or parameter shapes) was loaded into the job's model"),
+    ("pt.state_dict_size_mismatch", "misuse", WHEEL, "size mismatch for {}: copying a param with shape {} from checkpoint, the shape in current model is {}.",
+     "app_error", "specific", "a checkpoint of another model (other keys or parameter shapes) was loaded into the job's model"),
+    # ATen shape checks (TORCH_CHECK in LinearAlgebra.cpp, ExpandUtils.cpp, Convolution.cpp,
+    # TensorShape.cpp cat, LossNLL.cpp) and autograd's engine: the tensors the job's code built
+    # do not fit the operation it called on them.
+    ("pt.matmul_shapes", "misuse", WHEEL, "mat1 and mat2 shapes cannot be multiplied ({d}x{d} and {d}x{d})",
+     "app_error", "specific", "a matrix product on tensors of incompatible shapes: the model's layer sizes do not fit its input"),
+    ("pt.matmul_dtypes", "misuse", WHEEL, "expected m1 and m2 to have the same dtype, but got: {} != {}",
+     "app_error", "specific", "a matrix product of tensors of two dtypes: the job mixes precisions (a half model fed float input, or the reverse)"),
+    ("pt.broadcast_shapes", "misuse", WHEEL, "The size of tensor a ({d}) must match the size of tensor b ({d}) at non-singleton dimension {d}",
+     "app_error", "specific", "an elementwise op on tensors whose shapes do not broadcast: the job's tensors do not fit each other"),
+    ("pt.conv_channels", "misuse", WHEEL, "Given groups={d}, weight of size {}, expected input{} to have {d} channels, but got {d} channels instead",
+     "app_error", "specific", "a convolution fed an input with another channel count than its weight: the model does not fit its data"),
+    ("pt.cat_sizes", "misuse", WHEEL, "Sizes of tensors must match except in dimension {d}. Expected size {d} but got size {d} for tensor number {d} in the list.",
+     "app_error", "specific", "tensors of different sizes concatenated or stacked (uneven samples in a batch, a collate of unequal items)"),
+    ("pt.target_out_of_bounds", "misuse", WHEEL, "Target {d} is out of bounds.",
+     "app_error", "specific", "a class label outside the model's number of classes: the job's labels or its classifier size"),
+    ("pt.no_grad_fn", "misuse", WHEEL, "element {d} of tensors does not require grad and does not have a grad_fn",
+     "app_error", "specific", "backward on a tensor outside autograd (computed under no_grad, detached, or from parameters with requires_grad=False)"),
+    ("pt.backward_twice", "misuse", WHEEL, "Trying to backward through the graph a second time",
+     "app_error", "specific", "backward ran twice over one graph whose saved tensors were already freed: the job's training step"),
+    ("pt.inplace_modified", "misuse", WHEEL, "one of the variables needed for gradient computation has been modified by an inplace operation: [",
+     "app_error", "specific", "an in-place operation overwrote a tensor autograd saved for backward: the job's model code"),
     # device mismatch
     # Raised by an operator's device check (ATen TensorIterator / check_all_same_device): alone
     # it leans to the launch's device mapping; raised in the job's own frames it is the code's
@@ -265,7 +300,8 @@ def wheel_text(wheel: str) -> str:
     with zipfile.ZipFile(wheel) as z:
         for name in z.namelist():
             if name.endswith(".py") and name.startswith(("torch/utils/data", "torch/distributed", "torch/multiprocessing",
-                                                            "torch/nn/parallel", "torch/optim")):
+                                                            "torch/nn/parallel", "torch/optim",
+                                                            "torch/nn/modules/module.py")):
                 chunks.extend(python_strings(z.read(name).decode("utf-8", "replace")))
             elif re.search(r"torch/lib/lib(torch_cpu|torch_python|c10)\.so$", name):
                 data = z.read(name)
