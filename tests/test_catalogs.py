@@ -205,7 +205,7 @@ def test_real_lines_get_their_readings():
     assert C.match_message("torch.distributed.DistBackendError: [Rank 1] Watchdog caught collective operation timeout: "
                            "WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.").cause == "context"  # a timeout says a rank was late, not why
     assert C.match_message("Detected mismatch between collectives on ranks. Rank 0 is running collective: "
-                           "CollectiveFingerPrint(OpType=ALLREDUCE)").cause == "collective_desync"
+                           "CollectiveFingerPrint(OpType=ALLREDUCE)").cause == "app_error"
 
 
 def test_cuda_errors_by_name_number_and_text():

@@ -56,11 +56,8 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     ("pt.nccl_uniqueid_store", "c10d", PGNCCL, "is setting up NCCL communicator and retrieving ncclUniqueId from [{d}] via c10d key-value store by key '{}', but store->get('{}') got error: {}",
      "context", "subsystem", "a rank could not get the NCCL id from the store: rank 0 absent, late or unreachable"),
     # c10d: collective desync (TORCH_DISTRIBUTED_DEBUG=DETAIL)
-    # ProcessGroupWrapper checks every collective's fingerprint (op, shapes, dtypes) across the
-    # ranks before running it: the ranks called different collectives in the same slot, which
-    # is the cause collective_desync (causes.toml), not a crash of the job's code.
     ("pt.collective_mismatch", "c10d", WHEEL, "Detected mismatch between collectives on ranks. Rank {d} is running collective: {}",
-     "collective_desync", "specific", "ranks issued different collectives (TORCH_DISTRIBUTED_DEBUG=DETAIL fingerprints): the job's control flow diverged between ranks"),
+     "app_error", "specific", "ranks issued different collectives: the job's own control flow diverged"),
     # c10d: the Gloo backend (third_party/gloo, compiled into libtorch_cpu.so).  pair.cc checks
     # each received message against the size this rank's own operation expects: a peer that
     # sent more bytes ran a different collective or the same one with other sizes.
