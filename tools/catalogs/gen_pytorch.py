@@ -153,6 +153,57 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "cuda_driver_mismatch", "specific", "the driver supports an older CUDA than the runtime this PyTorch build ships (cudaErrorInsufficientDriver)"),
     ("pt.no_nvidia_driver", "device", CUDAFUNCS, "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver from",
      "device_mapping", "specific", "the process sees no NVIDIA driver: none installed, or a container started without the GPU runtime"),
+    # The job's own misuse, named by the check that caught it (family "misuse").  Each text is
+    # printed only by a check of the job's model, data or checkpoint against itself; no
+    # network, driver or limit failure reaches it, so one line is a strong app_error sign.
+    # DDP's Reducer (torch/csrc/distributed/c10d/reducer.cpp mark_variable_ready): a parameter's
+    # gradient arrived twice in one backward (a parameter used outside forward, reentrant
+    # activation checkpointing with find_unused_parameters, a module shared by two passes).
+    ("pt.ddp_variable_ready_twice", "misuse", WHEEL, "Expected to mark a variable ready only once. ",
+     "app_error", "specific", "DDP's reducer saw one parameter's gradient twice in one backward: the model's use of its parameters (a parameter used outside forward, reentrant checkpointing with find_unused_parameters, a module shared by two passes)"),
+    # Autograd anomaly mode (torch/csrc/autograd/engine.cpp validate_outputs under
+    # torch.autograd.set_detect_anomaly(True)): a backward function produced NaN.
+    ("pt.anomaly_nan_output", "misuse", WHEEL, "Function '{}' returned nan values in its {d}th output.",
+     "app_error", "specific", "the job's computation produced NaN in backward (its data or numerics: log(0), division by zero, an overflowing loss); the job enabled anomaly detection, which raised it"),
+    # torch/optim/optimizer.py Optimizer.load_state_dict (and the C++ optimizer): a checkpoint's
+    # optimizer state does not fit the optimizer the job built (other model, other sharding,
+    # another world size for a sharded optimizer).
+    ("pt.optim_state_group_count", "misuse", WHEEL, "loaded state dict has a different number of parameter groups",
+     "app_error", "specific", "the optimizer state loaded from a checkpoint belongs to another model or sharding than the job built"),
+    ("pt.optim_state_group_size", "misuse", WHEEL, "loaded state dict contains a parameter group that doesn't match the size of optimizer's group",
+     "app_error", "specific", "the optimizer state loaded from a checkpoint belongs to another model or sharding than the job built (a sharded optimizer resumed with another world size)"),
+    # DDP's constructor (torch/csrc/distributed/c10d/comm.cpp verify_params_across_processes):
+    # rank 0 broadcasts its parameters' shapes and every rank compares its own.  c10::str
+    # pieces: "[", rank, "]: params[", i, "] in this process", " with sizes ", sizes, " appears ...".
+    ("pt.ddp_param_shape_mismatch", "misuse", WHEEL, "] in this process{} appears not to match sizes of the same param in process 0.",
+     "app_error", "specific", "the ranks built different models (a config, checkout or code that differs between them): DDP's constructor compared each parameter's shape with rank 0's"),
+    # nn.Module.load_state_dict (torch/nn/modules/module.py): the checkpoint's keys or shapes are
+    # not the model's (another model, config or version of it).
+    ("pt.state_dict_load_errors", "misuse", WHEEL, "Error(s) in loading state_dict for {}:",
+     "app_error", "specific", "a checkpoint of another model (other keys or parameter shapes) was loaded into the job's model"),
+    ("pt.state_dict_size_mismatch", "misuse", WHEEL, "size mismatch for {}: copying a param with shape {} from checkpoint, the shape in current model is {}.",
+     "app_error", "specific", "a checkpoint of another model (other keys or parameter shapes) was loaded into the job's model"),
+    # ATen shape checks (TORCH_CHECK in LinearAlgebra.cpp, ExpandUtils.cpp, Convolution.cpp,
+    # TensorShape.cpp cat, LossNLL.cpp) and autograd's engine: the tensors the job's code built
+    # do not fit the operation it called on them.
+    ("pt.matmul_shapes", "misuse", WHEEL, "mat1 and mat2 shapes cannot be multiplied ({d}x{d} and {d}x{d})",
+     "app_error", "specific", "a matrix product on tensors of incompatible shapes: the model's layer sizes do not fit its input"),
+    ("pt.matmul_dtypes", "misuse", WHEEL, "expected m1 and m2 to have the same dtype, but got: {} != {}",
+     "app_error", "specific", "a matrix product of tensors of two dtypes: the job mixes precisions (a half model fed float input, or the reverse)"),
+    ("pt.broadcast_shapes", "misuse", WHEEL, "The size of tensor a ({d}) must match the size of tensor b ({d}) at non-singleton dimension {d}",
+     "app_error", "specific", "an elementwise op on tensors whose shapes do not broadcast: the job's tensors do not fit each other"),
+    ("pt.conv_channels", "misuse", WHEEL, "Given groups={d}, weight of size {}, expected input{} to have {d} channels, but got {d} channels instead",
+     "app_error", "specific", "a convolution fed an input with another channel count than its weight: the model does not fit its data"),
+    ("pt.cat_sizes", "misuse", WHEEL, "Sizes of tensors must match except in dimension {d}. Expected size {d} but got size {d} for tensor number {d} in the list.",
+     "app_error", "specific", "tensors of different sizes concatenated or stacked (uneven samples in a batch, a collate of unequal items)"),
+    ("pt.target_out_of_bounds", "misuse", WHEEL, "Target {d} is out of bounds.",
+     "app_error", "specific", "a class label outside the model's number of classes: the job's labels or its classifier size"),
+    ("pt.no_grad_fn", "misuse", WHEEL, "element {d} of tensors does not require grad and does not have a grad_fn",
+     "app_error", "specific", "backward on a tensor outside autograd (computed under no_grad, detached, or from parameters with requires_grad=False)"),
+    ("pt.backward_twice", "misuse", WHEEL, "Trying to backward through the graph a second time",
+     "app_error", "specific", "backward ran twice over one graph whose saved tensors were already freed: the job's training step"),
+    ("pt.inplace_modified", "misuse", WHEEL, "one of the variables needed for gradient computation has been modified by an inplace operation: [",
+     "app_error", "specific", "an in-place operation overwrote a tensor autograd saved for backward: the job's model code"),
     # device mismatch
     # Raised by an operator's device check (ATen TensorIterator / check_all_same_device): alone
     # it leans to the launch's device mapping; raised in the job's own frames it is the code's
@@ -246,7 +297,8 @@ def wheel_text(wheel: str) -> str:
     with zipfile.ZipFile(wheel) as z:
         for name in z.namelist():
             if name.endswith(".py") and name.startswith(("torch/utils/data", "torch/distributed", "torch/multiprocessing",
-                                                            "torch/nn/parallel")):
+                                                            "torch/nn/parallel", "torch/optim",
+                                                            "torch/nn/modules/module.py")):
                 chunks.extend(python_strings(z.read(name).decode("utf-8", "replace")))
             elif re.search(r"torch/lib/lib(torch_cpu|torch_python|c10)\.so$", name):
                 data = z.read(name)
