@@ -97,8 +97,10 @@ def test_validation22_floor():
     # on after its first-seen miss, so it no longer counts as unseen; see the frozen README).
     assert result["total"] == 24
     # strict claim policy (issue 13 §4): 8/23, 7/23 measured (10/23 and 8/23 with tentative claims); 10/23, 9/23 after audit 5;
-    # 11/24, 10/24 with the moved case
-    assert result["category_correct"] >= 11 and result["cause_correct"] >= 10, (result["category_correct"], result["cause_correct"])
+    # 11/24, 10/24 with the moved case; 10/24, 10/24 after audit 6 H3 (a bare "[Errno 12] Cannot
+    # allocate memory" is one weak sign of host_oom: lab4-mlock-cache-memlock, truth memlock_limit, was
+    # claimed host_oom -- the right category by accident -- and now leans)
+    assert result["category_correct"] >= 10 and result["cause_correct"] >= 10, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
 

@@ -86,7 +86,8 @@ def test_enomem_whose_call_the_lines_never_name_is_not_read_as_the_memlock_limit
 def test_enomem_with_memlock_unlimited_stays_host_memory(tmp_path):
     # Near miss (the real files, memlock edited to unlimited at test time): the limit cannot refuse.
     v = _bundle(tmp_path, _mlock_files(ulimit_txt="(kbytes, -l) 8192|(kbytes, -l) unlimited"))
-    assert v.cause == "host_oom", v.trace
+    # a bare ENOMEM is one weak sign of host memory (audit 6 H3): it leans there, never to the limit
+    assert v.cause != "memlock_limit" and "host_oom" in v.summary, (v.summary, v.trace)
 
 
 def test_enomem_on_a_host_short_of_memory_is_not_read_as_the_limit(tmp_path):

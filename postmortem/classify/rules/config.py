@@ -14,7 +14,9 @@ from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of,
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
 from postmortem.model import Case, Event, Ref, Stack
 
-NCCL_FRAME = re.compile(r"nccl|libnccl", re.I)
+# NCCL's own code: its exported/internal functions (ncclGroupEnd, ncclShmOpen, ncclProxyService)
+# or the library they are in -- not c10d's ProcessGroupNCCL, which only calls it.
+NCCL_FRAME = re.compile(r"^_*nccl[A-Z]|libnccl")
 
 SHM_FRAME = re.compile(r"shared_memory|/dev/shm|\bpsm_|_share_(?:fd|filename)_|shm_open|posix_fallocate|MapAllocator|libshm")
 # Python-level calls that create files in /dev/shm: glibc's sem_open (multiprocessing's SemLock,
@@ -108,7 +110,11 @@ class SigbusContext(Rule):
                                      [e], "SIGBUS")]
         # Softer signs, each with its own strength; the strongest one sets the support.
         signs: list[tuple[object, str, tuple[Ref, ...]]] = []
-        nccl_stacks = _stack_mentions(case.stacks, NCCL_FRAME)
+        # Only the stack that died: a peer's watchdog backtrace (ProcessGroupNCCL) printed after
+        # the death is not where the SIGBUS hit (audit 6 M1).
+        crashed = stacklib.crashing(case.stacks, case.events)
+        own = (crashed,) if crashed is not None else ()
+        nccl_stacks = _stack_mentions(own, NCCL_FRAME)
         segment = _fault_in_nccl_shm_segment(case)
         if segment:  # the same stack read more precisely: instead of "somewhere in NCCL"
             name, stack = segment
@@ -117,7 +123,7 @@ class SigbusContext(Rule):
         elif nccl_stacks:
             signs.append((SIGN.sigbus_in_nccl_code, "it hit inside NCCL code: NCCL's shared-memory segments live in /dev/shm, "
                                 "and an undersized /dev/shm surfaces as SIGBUS on first touch", (nccl_stacks[0].ref,)))
-        shm_stacks = _stack_mentions(case.stacks, SHM_FRAME)
+        shm_stacks = _stack_mentions(own, SHM_FRAME)
         if shm_stacks:
             signs.append((SIGN.sigbus_writing_shm, "the crashing stack is writing shared memory", (shm_stacks[0].ref,)))
         small = [(f, v) for f, v in effective_shm_size(case) if v is not None and v <= LIMIT.small_shm_bytes]
@@ -125,6 +131,10 @@ class SigbusContext(Rule):
             f, v = small[0]
             signs.append((SIGN.sigbus_small_shm, f"/dev/shm is only {v / (1 << 20):.0f} MiB ({f.ref.describe()}), "
                                 "the container default that DataLoader workers and NCCL overflow", (f.ref,)))
+        left = next(iter(events_of(case, KIND.msg_shm_segments_leaked)), None)
+        if left is not None:
+            signs.append((SIGN.sigbus_shm_segments_left, "multiprocessing's resource tracker found shared-memory "
+                                f"segments (/dev/shm) of a process that died ({left.ref.describe()})", (left.ref,)))
         if not signs:
             trace.append(f"{self.id}: SIGBUS without location; weak shm suspicion")
             return [sign_finding(k, SIGN.sigbus_unlocated, self.id,
@@ -238,6 +248,10 @@ class CollectiveTimeout(Rule):
             len(timed_out) >= 2 or self._world_size(case) or self._launcher_ranks(case)))
         seqs = [int(e.data["seq"]) for e in timeouts if str(e.data.get("seq", "")).isdecimal()]
         progress = events_of(case, KIND.msg_progress_bar)
+        # "still running" needs a bar that moved (a rising percentage, or printed after the
+        # timeout), and not one of a rank that itself timed out (audit 6 H1): a training
+        # loop's bar printed before the hang is in almost every log.
+        advancing = [p for p in self._advancing(progress, timeouts) if p.rank is None or p.rank not in timed_out]
         busy, waiting = self._dumps(case)
         behind_main = self._waiting_for_main_process(case)
         if behind_main is not None:
@@ -248,17 +262,17 @@ class CollectiveTimeout(Rule):
                        f"({behind_main.ref.describe()}): the main process was still doing the work the others "
                        "wait for (dataset preprocessing, tokenization) when the timeout expired")
             trace.append(f"{self.id}: straggler: the timed-out rank waited in {frame.function}()")
-            seen = ((SIGN.timeout_progress_advancing, bool(progress)),)
-            return [sign_finding(k, SIGN.timeout_waiting_for_main_process, self.id, summary, timeouts + progress[:1],
+            seen = ((SIGN.timeout_progress_advancing, bool(advancing)),)
+            return [sign_finding(k, SIGN.timeout_waiting_for_main_process, self.id, summary, timeouts + advancing[:1],
                                  "timeout", extra_refs=(behind_main.ref,),
                                  combined=tuple(s for s, present in seen if present))]
         if silent and world_known_apart:
             w = (SIGN.timeout_silent_ranks.weight
-                 + (SIGN.timeout_progress_advancing.weight if progress else 0)
+                 + (SIGN.timeout_progress_advancing.weight if advancing else 0)
                  + (SIGN.timeout_rank_busy_elsewhere.weight if busy and waiting else 0))
             why = []
-            if progress:
-                why.append(f"the log shows '{progress[0].data.get('task', '').strip()}' still running")
+            if advancing:
+                why.append(f"the log shows '{advancing[0].data.get('task', '').strip()}' still running")
             if busy and waiting:
                 why.append(f"a stack dump shows a rank in {busy[0].frames[0].function}() while another waits in "
                            f"{waiting[0].frames[0].function}()")
@@ -266,11 +280,11 @@ class CollectiveTimeout(Rule):
             summary = (f"rank(s) {sorted(timed_out)} timed out in {op}"
                        f"{f' (SeqNum {min(seqs)})' if seqs else ''} while rank(s) {silent} never reported a timeout"
                        + (f"; {'; '.join(why)}" if why else ""))
-            trace.append(f"{self.id}: straggler: silent {silent}, progress={bool(progress)}, dumps={bool(busy and waiting)}")
+            trace.append(f"{self.id}: straggler: silent {silent}, progress={bool(advancing)}, dumps={bool(busy and waiting)}")
             extra = tuple(s.ref for s in busy[:1] + waiting[:1])
-            seen = ((SIGN.timeout_progress_advancing, bool(progress)),
+            seen = ((SIGN.timeout_progress_advancing, bool(advancing)),
                     (SIGN.timeout_rank_busy_elsewhere, bool(busy and waiting)))
-            return [sign_finding(k, SIGN.timeout_silent_ranks, self.id, summary, timeouts + progress[:1], "timeout",
+            return [sign_finding(k, SIGN.timeout_silent_ranks, self.id, summary, timeouts + advancing[:1], "timeout",
                                  extra_refs=extra, weight=w, combined=tuple(s for s, present in seen if present),
                                  culprits=tuple(silent))]
         return self._no_rank_missing(case, k, timeouts, timed_out, world, progress, trace)
@@ -326,8 +340,9 @@ class CollectiveTimeout(Rule):
         progress line printed after a timeout in the same file."""
         first = {}
         for t in timeouts:
-            first.setdefault(t.ref.path, t.seq)
-        after = [p for p in progress if p.ref.path in first and p.seq > first[p.ref.path]]
+            first[t.ref.path] = min(first.get(t.ref.path, t.ref.line or 0), t.ref.line or 0)
+        # a later LINE: a bar glued to the front of the timeout's own line was printed before it
+        after = [p for p in progress if p.ref.path in first and (p.ref.line or 0) > first[p.ref.path]]
         by_task: dict[str, list[float]] = {}
         for p in sorted(progress, key=lambda e: e.seq):
             by_task.setdefault(str(p.data.get("task", "")).strip(), []).append(_num(p.data.get("pct")))
@@ -672,5 +687,28 @@ class StorePortTaken(Rule):
                                      f"binding its port failed with EADDRINUSE ({own[0].ref.describe()}): another process holds the port",
                                      [*own, error], "EADDRINUSE")]
         trace.append(f"{self.id}: the store could not listen, but no bind warning before it names EADDRINUSE")
+        return []
+
+
+class ForkEnomem(Rule):
+    """ENOMEM raised by a fork (multiprocessing starting DataLoader workers, subprocess): the
+    kernel could not commit memory for the child -- host memory, strongly; a bare ENOMEM from
+    an unnamed call stays the weak python_enomem reading (audit 6 H3)."""
+
+    id = "fork-enomem"
+
+    def findings(self, case, k, trace):
+        frames = [re.compile(p) for p in SIGN.mem_fork_enomem.params["fork_frames"]]
+        for e in case.events:
+            if e.kind != KIND.py_exception or "[Errno 12]" not in (e.text or ""):
+                continue
+            stack = _traceback_of(case, e)
+            # the innermost frames (the raise site and its caller): where the call failed
+            inner = [f"{f.file or ''} {f.function or ''}" for f in (stack.frames[:2] if stack else ())]
+            if any(p.search(t) for p in frames for t in inner):
+                trace.append(f"{self.id}: ENOMEM raised by a fork at {e.ref.describe()}")
+                return [sign_finding(k, SIGN.mem_fork_enomem, self.id,
+                                     "a fork failed with ENOMEM: the kernel could not commit memory for the child "
+                                     f"({e.ref.describe()})", [e], "ENOMEM", extra_refs=(stack.ref,))]
         return []
 

@@ -63,11 +63,17 @@ class FlightRecorderHang(Rule):
         groups = stacklib.group_by_stack(case.stacks)
         out = []
         hung = _hang_signs(case)
+        failed = bool(hung) or any(_death(e) for e in events_of(case, deaths("fatal_signal", "exit")))
         for g in m.groups:
             trace.append(f"{self.id}: {g.summary()}")
-            if g.desyncs:
+            if g.desyncs and failed:
                 out.append(self._desync(g, k, by_ref))
-            elif not hung and not any(_death(e) for e in events_of(case, deaths("fatal_signal", "exit"))):
+            elif g.desyncs:
+                # Dumps of a job that shows no timeout, hang dump or death: ranks that differ at
+                # one collective are a lean until something failed (audit 6 H11).
+                trace.append(f"{self.id}: ranks differ at a collective, but nothing in the bundle failed: a lean")
+                out.append(self._desync(g, k, by_ref, SIGN.flightrec_desync_snapshot))
+            elif not failed:
                 # A dump taken on demand always shows some collective in flight and some rank a
                 # step ahead: without a timeout, a watchdog dump or a death, that is no hang --
                 # only a lean to the rank behind, and a second dump decides.
@@ -84,14 +90,14 @@ class FlightRecorderHang(Rule):
     def _events(refs, by_ref) -> list[Event]:
         return [by_ref[(r.path, r.record)] for r in refs if r is not None and (r.path, r.record) in by_ref]
 
-    def _desync(self, g, k, by_ref):
+    def _desync(self, g, k, by_ref, sign=SIGN.flightrec_desync):
         d = g.desyncs[0]
         refs = (d.ref,) + d.others
         summary = (f"process group {g.pg}: at collective #{d.seq} rank {d.rank} called {d.got} while "
                    f"rank(s) {_ranks([c for c in g.dumped if c != d.rank])} called {d.expected} "
                    f"({d.ref.describe()}){_frames_of(d.ref, g)}")
         events = self._events(refs, by_ref)
-        return sign_finding(k, SIGN.flightrec_desync, self.id, summary, events, "desync",
+        return sign_finding(k, sign, self.id, summary, events, "desync",
                             extra_refs=tuple(r for r in refs if (r.path, r.record) not in by_ref), culprits=(d.rank,))
 
     def _behind(self, g, case: Case, k, by_ref, groups, trace):
