@@ -39,6 +39,17 @@ _PLAIN_KEYS = frozenset(("msg", "dev", "count", "pids"))
 _FOLD_KEYS = _PLAIN_KEYS | {FOLDED, MEMBERS}
 # Numbers and hex ids masked, as NcclParser._about's shape (the parser's own key for a plain message).
 _SHAPE = re.compile(r"0x[0-9a-fA-F]+|\d+")
+_SHAPES: dict[str, str] = {}   # msg -> shape: every rank's copy is the same message
+_SHAPES_CAP = 1 << 14
+
+
+def _shape(msg: str) -> str:
+    got = _SHAPES.get(msg)
+    if got is None:
+        if len(_SHAPES) >= _SHAPES_CAP:
+            _SHAPES.clear()
+        got = _SHAPES[msg] = _SHAPE.sub("#", msg)
+    return got
 
 
 def foldable(e: Event) -> bool:
@@ -87,7 +98,7 @@ def _folded(events: Sequence[Event]) -> tuple[list[tuple[int, Event]], int]:
         if not foldable(e) or e.ref.path in timed:
             out.append((i, e))
             continue
-        shape = _SHAPE.sub("#", e.data["msg"])
+        shape = _shape(e.data["msg"])
         at = leaders.get(shape)
         if at is None or out[at][1].ref.path == e.ref.path:
             if at is None:

@@ -43,6 +43,7 @@ from postmortem.model import Event, Ref, Severity
 MIN_BYTES = 16 << 20
 GROUPS_PER_JOB = 6           # groups per worker: small enough to balance, big enough to amortise
 GRACE_S = 5.0                # a worker past the time limit by this much is killed
+PARENT_SHARE = 0.85          # this process's share of the groups, relative to a worker's
 
 _SEVERITY = {s.value: s for s in Severity}
 
@@ -146,17 +147,25 @@ def _decode(rows: list[tuple], base: int) -> list[Event]:
 
 
 def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable) -> int:
-    """Read `entries` into `got` with `jobs` worker processes, in the bundle's order; returns
-    the index of the first entry not read (the caller reads the rest in this process).
+    """Read `entries` into `got` with this process and `jobs - 1` worker processes, in the
+    bundle's order; returns the index of the first entry not read (the caller reads the
+    rest in this process).
 
-    Group g goes to worker g % jobs, which sends its groups' results, in order, down its
-    own pipe; the parent takes them in the bundle's order.  No executor and no threads:
-    a worker killed (by us past the time limit, or by anything else) leaves nothing
-    behind that could wait for it, and a pipe whose writer died reads as ended."""
+    This process reads the first groups itself, as one process would, while the workers
+    read the others (it would otherwise idle: one worker fewer to start, and its results
+    cross no pipe).  Group g of the rest goes to worker g % workers, which sends its
+    groups' results, in order, down its own pipe; a thread per pipe drains it meanwhile
+    (a full pipe would stop the worker), and the parent takes the results in the
+    bundle's order.  No executor: a worker killed (by us past the time limit, or by
+    anything else) leaves nothing behind that could wait for it, and a pipe whose writer
+    died reads as ended."""
     global _STATE
     meter: Meter = got.meter
     spans = groups([e.size for e in entries], jobs)
-    jobs = min(jobs, len(spans))
+    own = _own_groups(len(spans), jobs)
+    workers_n = min(jobs - 1, len(spans) - own)
+    if workers_n < 1:
+        return 0
     starts, expected = [], meter.bytes
     for start, stop in spans:
         starts.append(expected)
@@ -167,20 +176,27 @@ def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable) 
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
-    pipes = [ctx.Pipe(duplex=False) for _ in range(jobs)]
-    workers = []
+    pipes = [ctx.Pipe(duplex=False) for _ in range(workers_n)]
+    workers, drains = [], []
     complete = False
     try:
-        for w in range(jobs):
-            mine = [(g, spans[g][0], spans[g][1], starts[g]) for g in range(w, len(spans), jobs)]
+        for w in range(workers_n):
+            mine = [(g, spans[g][0], spans[g][1], starts[g]) for g in range(own + w, len(spans), workers_n)]
             others = [c for i, pair in enumerate(pipes) for c in pair if i != w] + [pipes[w][0]]
             proc = ctx.Process(target=_worker, args=(mine, pipes[w][1], others), daemon=True)
             proc.start()
             workers.append(proc)
         for _, writer in pipes:
             writer.close()  # the workers hold the only writers: a dead worker's pipe ends
-        for g, (start, stop) in enumerate(spans):
-            got_it = _receive(pipes[g % jobs][0], meter)
+        drains = [_Drain(reader) for reader, _ in pipes]  # after the forks: no thread is forked
+        mine_stop = spans[own - 1][1] if own else 0
+        for entry in entries[:mine_stop]:  # this process's share, exactly as one process reads it
+            read_one(entry, got, options, k)
+        if meter.stopped:  # a budget or the time limit reached here: the rest as one process goes on
+            return mine_stop
+        for g in range(own, len(spans)):
+            start, stop = spans[g]
+            got_it = drains[(g - own) % workers_n].take(meter)
             if got_it is None:  # past the time limit, dead, or failed outside the artifact guard
                 meter.out_of_time()
                 return start
@@ -219,9 +235,58 @@ def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable) 
                 proc.kill()
         for proc in workers:
             proc.join()
+        for drain in drains:
+            drain.thread.join()  # the writers are gone: each drain has read to the end
         for reader, writer in pipes:
             reader.close()
             writer.close()
+
+
+def _own_groups(n_groups: int, jobs: int) -> int:
+    """How many of the first groups this process reads itself: a little less than a
+    worker's share, as it also takes the workers' results in."""
+    return min(n_groups - 1, max(0, int(n_groups * PARENT_SHARE / jobs)))
+
+
+class _Drain:
+    """A thread reading one worker's pipe to its end, so the worker never waits on a full
+    pipe while this process reads its own share; `take` gives the next result in order."""
+
+    def __init__(self, reader) -> None:
+        import queue
+        import threading
+
+        self.reader = reader
+        self.results: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                self.results.put(self.reader.recv_bytes())
+        except (EOFError, OSError):  # the worker finished, died or was killed
+            self.results.put(None)
+
+    def take(self, meter: Meter) -> tuple | None:
+        """The next result, or None: past the time limit (plus grace), the worker dead or failed."""
+        import pickle
+        import queue
+
+        deadline = None if meter.time_limit is None else meter.started + meter.time_limit + GRACE_S
+        left = None if deadline is None else max(0.0, deadline - meter.clock())
+        try:
+            raw = self.results.get(timeout=left)
+        except queue.Empty:
+            return None  # the caller kills the workers
+        if raw is None:
+            self.results.put(None)  # ended: every later take says so too
+            return None
+        try:
+            status, payload = pickle.loads(raw)
+        except Exception:  # noqa: BLE001 - a result that does not unpickle
+            return None
+        return payload if status == "ok" else None
 
 
 def _worker(mine: list[tuple], conn, others: list) -> None:
@@ -245,7 +310,7 @@ def _worker(mine: list[tuple], conn, others: list) -> None:
 
 def _receive(reader, meter: Meter) -> tuple | None:
     """The next result of one worker, or None: past the time limit (plus grace), the worker
-    dead or failed."""
+    dead or failed (ranges.py, whose parent only waits)."""
     from multiprocessing.connection import wait
 
     deadline = None if meter.time_limit is None else meter.started + meter.time_limit + GRACE_S

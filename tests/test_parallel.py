@@ -114,8 +114,12 @@ def test_workers_past_the_time_limit_are_killed(tmp_path, monkeypatch):
     a = run.analyze(bundle, run.Options(jobs=2, time_limit=0.3))
     assert not multiprocessing.active_children()
     assert any("time limit of 0.3 s reached" in note for note in a.limits)
-    assert {art.message for art in a.case.artifacts} == {"not read: time limit of 0.3 s reached"}
-    assert a.verdict.category.value == "unknown"
+    # this process read its own share (the first groups); the files the workers held say why they were not read
+    unread = [art.path for art in a.case.artifacts if art.message == "not read: time limit of 0.3 s reached"]
+    read = [art.path for art in a.case.artifacts if art.path not in unread]
+    assert unread and read
+    assert {art.message for art in a.case.artifacts if art.path in read} == {""}
+    assert max(read) < min(unread)  # nccl_rank0 .. 5: name order is the bundle's order
 
 
 def test_cli_takes_jobs(tmp_path):

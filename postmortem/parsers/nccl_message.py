@@ -53,6 +53,16 @@ _NET_DEVICE = re.compile(r"\[\d+\](\S+)")
 _USING_NETWORK = re.compile(r"Using network (?P<rest>\S.*)")
 _NET_USING = re.compile(r"(?P<name>NET/[\w-]+|Bootstrap) ?: ?Using (?P<rest>\S.*)")
 _VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+[^\s+]*)(?:\+cuda(?P<cuda>\d+(?:\.\d+)*))?")
+# Fast path for the Init line (rule `init`) in its printed spacing: every rank prints it, and
+# without it a bundle of NCCL INFO lines imports lark in every process that reads one
+# (~45 ms each, issue 17).  [0-9], not \d: the grammar's INT is ASCII digits.
+_INIT = re.compile(
+    r"(?:\[Rank (?P<rank_tag>[0-9]+)\] )?(?:(?P<api>nccl[A-Z]\w*) )?comm (?P<comm>0x[0-9a-fA-F]+) "
+    r"rank (?P<rank>[0-9]+) nranks (?P<nranks>[0-9]+) cudaDev (?P<cudaDev>[0-9]+)"
+    r"(?: nvmlDev (?P<nvmlDev>[0-9]+))?(?: busId (?P<busId>[0-9a-fA-Fx:.]+))?(?: commId (?P<commId>0x[0-9a-fA-F]+))?"
+    r"(?P<split>(?: (?:parent 0x[0-9a-fA-F]+|splitCount [0-9]+|childCount [0-9]+|color -?[0-9]+|key -?[0-9]+))*)"
+    r" - Init (?P<phase>START|COMPLETE)")
+_SPLIT_FIELD = re.compile(r" (parent|splitCount|childCount|color|key) (\S+)")
 
 
 def result_name(text: str) -> str | None:
@@ -92,7 +102,7 @@ def parse_message(text: str) -> tuple[str, dict] | None:
 @functools.lru_cache(maxsize=4096)
 def _parse_cached(text: str) -> tuple[str, dict] | None:
     # Every rank prints the same `Using network IB`, `NCCL version ...`: parse each text once.
-    return _fast_network(text) or _fast_version(text) or grammar_message(text)
+    return _fast_network(text) or _fast_version(text) or _fast_init(text) or grammar_message(text)
 
 
 def grammar_message(text: str) -> tuple[str, dict] | None:
@@ -118,6 +128,32 @@ def _fast_network(msg: str) -> tuple[str, dict] | None:
     name, rest = m["name"], m["rest"]
     network = name.split("/", 1)[1] if name.startswith("NET/") else name
     return "network", {"network": network, "devices": _NET_DEVICE.findall(rest) or [rest.strip()]}
+
+
+def _fast_init(msg: str) -> tuple[str, dict] | None:
+    """The grammar's `init` in its printed spacing, keys in the transformer's order
+    (nccl_tree._ToDict.init); None for anything else, which the grammar reads."""
+    m = _INIT.fullmatch(msg)
+    if m is None:
+        return None
+    data: dict = {}
+    if m["rank_tag"] is not None:
+        data["rank_tag"] = int(m["rank_tag"])
+    if m["api"] is not None:
+        data["api"] = m["api"]
+    data["comm"] = m["comm"]
+    if m["nvmlDev"] is not None:
+        data["nvmlDev"] = int(m["nvmlDev"])
+    if m["busId"] is not None:
+        data["busId"] = m["busId"]
+    if m["commId"] is not None:
+        data["commId"] = m["commId"]
+    if m["split"]:
+        for name, value in _SPLIT_FIELD.findall(m["split"]):
+            data[name] = value
+    data["phase"] = m["phase"]
+    data["rank"], data["nranks"], data["cudaDev"] = int(m["rank"]), int(m["nranks"]), int(m["cudaDev"])
+    return "init", data
 
 
 def _fast_version(msg: str) -> tuple[str, dict] | None:

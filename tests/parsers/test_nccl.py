@@ -61,7 +61,7 @@ def _messages(path):
         yield (m["msg"] or "") if m else text
 
 
-_WHOLE_FAST_PATHS = (nccl_message._fast_network, nccl_message._fast_version)
+_WHOLE_FAST_PATHS = (nccl_message._fast_network, nccl_message._fast_version, nccl_message._fast_init)
 
 
 @pytest.mark.parametrize("path", ALL_FIXTURES, ids=lambda p: str(p.relative_to(FIX)))
@@ -83,7 +83,14 @@ _ODD = ["Using network IB", "Using  network IB", "Using network  IB ", "Using ne
         "NET/IB : Using\ty", "NET/ : Using x", "NCCL version 2.18.3+cuda12.2", "NCCL version 2.7.8+cuda10.2 ",
         "NCCL version 2.18.3", "NCCL version 2.18.3-1+cuda12.2", "NCCL version 2.18.3+cuda12.2x",
         "NCCL version 2.18+cuda12.2", "NCCL  version 2.18.3", "NCCL version 2.18.3+cuda", "NCCL version 2.18.3.+cuda1.",
-        "NCCL version 2.18.3 +cuda12.2", "NCCL version 2.18.3+cuda12.2+cuda1"]
+        "NCCL version 2.18.3 +cuda12.2", "NCCL version 2.18.3+cuda12.2+cuda1",
+        "comm 0x1 rank 0 nranks 1 cudaDev 0 - Init START", "comm 0x1 rank 0 nranks 1 cudaDev 0 - Init START ",
+        "comm  0x1 rank 0 nranks 1 cudaDev 0 - Init START", "comm 0x1 rank \u0663 nranks 1 cudaDev 0 - Init START",
+        "comm 0x1 rank 0 nranks 1 cudaDev 0 busId 0000:1b:00.0 - Init COMPLETE", "comm 0x1 rank 0 nranks 1 - Init START",
+        "[Rank 3] ncclCommSplit comm 0xab rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 1b000 commId 0x12 parent 0x34 "
+        "splitCount 2 color -1 key 3 - Init COMPLETE", "comm 0x1 rank 0 nranks 1 cudaDev 0 color 1 color 2 - Init START",
+        "ncclcomm comm 0x1 rank 0 nranks 1 cudaDev 0 - Init START", "comm 0xg rank 0 nranks 1 cudaDev 0 - Init START",
+        "comm 0x1 rank 0 nranks 1 cudaDev 0 - Init DONE", "[Rank 3]ncclCommInitRank comm 0x1 rank 0 nranks 1 cudaDev 0 - Init START"]
 
 
 @pytest.mark.parametrize("msg", _ODD)
@@ -103,7 +110,9 @@ def test_fast_paths_read_the_printed_spellings():
 
 
 _PIECES = st.lists(st.sampled_from(["Using", "network", " ", "  ", "IB", "NET/IB", "NET/Plugin", "Bootstrap", ":",
-                                    "NCCL", "version", "2.18.3", "+cuda", "12.2", ".", "x", "[0]", "eth0", "\t"]),
+                                    "NCCL", "version", "2.18.3", "+cuda", "12.2", ".", "x", "[0]", "eth0", "\t",
+                                    "comm 0x1f ", "rank 0 ", "nranks 8 ", "cudaDev 1 ", "nvmlDev 2 ", "busId 1b000 ",
+                                    "commId 0xab ", "color -1 ", "- Init ", "START", "COMPLETE", "ncclCommInitRank "]),
                    max_size=8)
 
 
