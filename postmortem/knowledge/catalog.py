@@ -231,6 +231,23 @@ def nccl_result(name_or_number: str | int) -> Entry | None:
     return None
 
 
+def nccl_api(symbol: str) -> Entry | None:
+    """The NCCL API function a process could not resolve ("undefined symbol: ncclCommRegister",
+    its profiling twin pncclCommRegister too), with the release whose nccl.h first declares it
+    (gen_nccl.py api_since): the libnccl the process loaded is older than that release.  None
+    for a name NCCL never declared, declared since the oldest tag scanned, or later dropped."""
+    data, _ = _catalog("nccl")
+    name = symbol[1:] if symbol.startswith("pnccl") else symbol
+    since = data.get("api", {}).get("since", {}).get(name)
+    if since is None:
+        return None
+    return Entry(catalog="nccl", id=f"nccl.api.{name}", name=name, cause="nccl_version_old", strength="specific",
+                 why=f"{name} is declared by nccl.h from NCCL {since} on (NVIDIA/nccl src/nccl.h.in): "
+                     f"the libnccl the process loaded predates {since} (an older copy found first: "
+                     "LD_LIBRARY_PATH, a system libnccl or another package's)",
+                 versions=(since,), subsystem="api")
+
+
 # --- CUDA ---------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)

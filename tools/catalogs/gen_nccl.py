@@ -215,6 +215,35 @@ def results(repo: str, tag: str) -> list[dict]:
     return out
 
 
+# The API functions nccl.h declares (src/nccl.h.in, in every release tag from v2.3.5-5 on).
+_API_DECL = re.compile(r"^\s*(?:ncclResult_t|const\s+char\s*\*|void|int)\s+(nccl[A-Z]\w*)\s*\(", re.M)
+
+
+def release_tags(repo: str) -> list[str]:
+    tags = [t for t in git(repo, "tag").split() if re.fullmatch(r"v2\.\d+\.\d+-\d+", t)]
+    return sorted(tags, key=lambda t: tuple(int(x) for x in re.findall(r"\d+", t)))
+
+
+def api_since(repo: str) -> dict:
+    """Per public API function: the first release tag whose nccl.h declares it.  A process
+    that fails to resolve one of these ("undefined symbol: ncclCommRegister") loaded a
+    libnccl older than that release.  Functions declared in the oldest tag scanned (every
+    NCCL has them) and functions a later tag dropped are left out: no reading for them."""
+    tags = release_tags(repo)
+    first: dict[str, str] = {}
+    present: dict[str, set[str]] = {}
+    for tag in tags:
+        header = git(repo, "show", f"{tag}:src/nccl.h.in")
+        for name in set(_API_DECL.findall(header)):
+            first.setdefault(name, tag)
+            present.setdefault(name, set()).add(tag)
+    newest = tags[-1]
+    since = {name: re.sub(r"^v|-\d+$", "", tag) for name, tag in first.items()
+             if tag != tags[0] and newest in present[name]}
+    return {"tags": [tags[0], newest], "tag_count": len(tags), "header": "src/nccl.h.in",
+            "since": dict(sorted(since.items()))}
+
+
 def main(argv: list[str]) -> int:
     repo = argv[1] if len(argv) > 1 else "."
     commits = {t: git(repo, "rev-parse", f"{t}^{{commit}}").strip() for t in TAGS}
@@ -248,6 +277,7 @@ def main(argv: list[str]) -> int:
         "cuda_readings": {"readings": CUDA_READINGS, "files": sorted(kernel_files), "why": CUDA_READINGS_WHY},
         "versions": {t: len(v) for t, v in per_version.items()},
         "results": results(repo, NEWEST),
+        "api": api_since(repo),
         "entries": sorted(entries.values(), key=lambda e: (e["files"][0], e["format"])),
     }
     json.dump(out, sys.stdout, indent=1, ensure_ascii=False)

@@ -13,7 +13,7 @@ from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout,
                                               ShmFullInPython, ShmSmallBesideFailure, SigbusContext)
 from postmortem.classify.rules.hang import FlightRecorderHang, StacksAtTimeout
 from postmortem.classify.rules.hardware import GpuHealth
-from postmortem.classify.rules.interfaces import InterfaceFaults
+from postmortem.classify.rules.interfaces import InterfaceFaults, TcpConnectionLosses
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
 
 RULES: tuple[Rule, ...] = (
@@ -43,6 +43,7 @@ RULES: tuple[Rule, ...] = (
     RefusedWhilePeerWaited(),
     StoreServerWaited(),
     InterfaceFaults(),
+    TcpConnectionLosses(),
     AppError(),
 )
 

@@ -43,6 +43,11 @@ def _hits(e: Event) -> list[catalog.Match]:
         m = catalog.match_message(text, ("kernel",))
         if m and m.entry.subsystem in _readings()["kernel"]["read_families"]:
             out.append(m)
+    if e.kind == KIND.msg_undefined_symbol:
+        # The loader could not resolve an NCCL API function: the libnccl loaded predates the
+        # release that declares it.  Any other symbol is not the catalogs' to read.
+        api = catalog.nccl_api(str(e.data.get("symbol") or ""))
+        return [catalog.Match(api, api.cause, api.strength, f"{api.name} (NCCL >= {api.versions[0]})")] if api else []
     if e.kind in _CUDA_LINE_KINDS:
         # A framework's CUDA check (THC, Caffe, darknet) or a line naming a cudaError_t /
         # CUresult, on a line no parser reads: the error text or name.
@@ -78,6 +83,7 @@ _CUDA_LINE_KINDS = frozenset({KIND.msg_cuda_check_failed, KIND.msg_cuda_error, K
 # The kinds _hits reads anything on (every other kind: nothing); the rule walks only these.
 # A kind _hits starts reading goes here too (tests/classify/test_kind_index.py checks).
 _READ_KINDS = frozenset({KIND.nccl_warn, KIND.kernel_nvrm, KIND.kernel_line, KIND.msg_c10d_log, KIND.py_exception,
+                         KIND.msg_undefined_symbol,
                          KIND.native_terminate}) | _CUDA_LINE_KINDS
 _NCCL_RESULT = re.compile(r"\b(nccl(?:Unhandled\w{1,20}|Invalid\w{1,20}|Remote|System|Internal)(?:Error|Usage|Argument)?)\b")
 _LAST_ERROR = re.compile(r"Last error:\s*\n\s*(.{4,400})")

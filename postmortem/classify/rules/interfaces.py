@@ -13,6 +13,7 @@ from postmortem.classify.rules.config import TIMEOUT_KINDS
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN
 from postmortem.model import Case, Fact
 from postmortem.parsers.iproute import FACT
+from postmortem.parsers.ss import FACT as TCP_FACT
 
 # iproute2 print_link_stats column names (ip -s link, "RX:"/"TX:" rows) whose non-zero value
 # says the interface lost traffic.  RX "dropped" is left out: the kernel counts frames for
@@ -159,3 +160,39 @@ class InterfaceFaults(Rule):
 def _state(f: Fact) -> str:
     flags = f.value.get("flags") or ()
     return ("NO-CARRIER" if "NO-CARRIER" in flags else "") or f"state {f.value.get('state') or '?'}"
+
+
+class TcpConnectionLosses(Rule):
+    """The job's collectives timed out and `ss -ti` shows a TCP connection with data in flight
+    whose segments the kernel had marked lost (tcp_info tcpi_lost): the path under it was
+    dropping packets at the snapshot.  The kernel's TCP state is an observation of its own, not
+    the watchdog's; the timeouts are cited as what it explains, never counted (audit 4 H2)."""
+
+    id = "tcp-connection-losses"
+
+    def findings(self, case, k, trace):
+        timeouts = events_of(case, TIMEOUT_KINDS)
+        if not timeouts:
+            return []
+        losing = [f for f in case.facts if f.name == TCP_FACT and isinstance(f.value, dict) and _losing(f.value)]
+        if not losing:
+            return []
+        f = losing[0]
+        info = f.value["info"]
+        what = (f"TCP connection {f.value['local']} -> {f.value['peer']} had {info['lost']} segment(s) marked lost"
+                + (f", {info['retrans']} retransmitted and unacknowledged" if info.get("retrans") else "")
+                + (f", RTO backoff {info['backoff']}" if info.get("backoff") else "")
+                + f" with {f.value['send_q']} bytes queued ({f.ref.describe()})")
+        summary = (what + f"; {len(timeouts)} collective timeout(s) waited on the traffic (first {timeouts[0].ref.describe()}):"
+                   " the path between the nodes was losing packets")
+        trace.append(f"{self.id}: {what}; {len(losing)} such connection(s)")
+        return [sign_finding(k, SIGN.net_tcp_segments_lost, self.id, summary, timeouts[:2], "tcp-loss",
+                             extra_refs=tuple(x.ref for x in losing[:2]))]
+
+
+def _losing(conn: dict) -> bool:
+    """Data in flight and segments marked lost (ss prints lost: only when tcpi_lost > 0)."""
+    info = conn.get("info") or {}
+    lost = info.get("lost")
+    in_flight = conn.get("send_q", 0) > 0 or (isinstance(info.get("unacked"), int) and info["unacked"] > 0)
+    return isinstance(lost, int) and lost > 0 and in_flight and conn.get("state") in ("", "ESTAB")
