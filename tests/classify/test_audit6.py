@@ -244,3 +244,100 @@ def test_an_enomem_beside_the_oom_killer_is_host_oom(tmp_path):
     files["train.log"] = files["train.log"].rstrip("\n") + "\n" + _ENOMEM + "\n"
     v = analyze(_bundle(tmp_path, files)).verdict
     assert v.cause == "host_oom", v.trace
+
+
+# ---------------------------------------------------------------- M8: a missing dump is no entry, not "behind"
+
+_FR_STRAGGLER = FIXTURES / "bundles/lab-flightrec-straggler/bundle"   # real lab: rank 2 late, ranks 0,1,3 wait in #6
+
+
+def _without_dump(tmp_path: Path, rank: int) -> Path:
+    import shutil
+    bundle = tmp_path / "bundle"
+    shutil.copytree(_FR_STRAGGLER, bundle)
+    (bundle / "flightrec" / f"nccl_trace_rank_{rank}").unlink()     # removed at test time
+    return bundle
+
+
+def _fr_finding(v):
+    return next((f for f in (v.root, *v.alternatives, *v.symptoms) if f and f.rule == "flightrec-hang"), None)
+
+
+def test_a_waiting_rank_whose_dump_is_missing_is_not_named_behind(tmp_path):
+    f = _fr_finding(analyze(_without_dump(tmp_path, 0)).verdict)
+    assert f is not None and f.culprit_ranks == (2,), f
+    assert "rank(s) 2 never entered" in f.summary and "0 left no dump" in f.summary
+
+
+def test_when_only_the_late_rank_s_dump_is_missing_the_dumps_only_lean(tmp_path):
+    """Near miss of the strong reading: nothing dumped shows a rank behind; ask for rank 2's dump.
+    Its missing dump and its missing timeout line are one absence, not two signs."""
+    v = analyze(_without_dump(tmp_path, 2)).verdict
+    assert any("every dumped rank waited in #6; rank(s) [2] left no dump" in t for t in v.trace), v.trace
+    assert not any("behind, alive" in t for t in v.trace)
+    assert not any("independent weak signs" in t and "flightrec.dump_missing" in t for t in v.trace), v.trace
+
+
+def test_the_late_rank_s_own_dump_still_names_it():
+    f = _fr_finding(analyze(_FR_STRAGGLER).verdict)
+    assert f is not None and f.culprit_ranks == (2,) and f.strength == "strong"
+
+
+# ---------------------------------------------------------------- M2: RLIMIT_AS fails allocations, it kills nothing
+
+_SIGKILL = FIXTURES / "lab/output/lab-torchrun-sigkill/bundle"                   # real lab: rank 1 SIGKILLs itself
+_ULIMIT_V = FIXTURES / "validation21/extra/lab3-ulimit-v-eval-gather/bundle"    # real lab: allocation fails under ulimit -v
+
+
+def test_a_sigkill_under_a_virtual_memory_limit_is_not_the_limit(tmp_path):
+    files = {p.name: p.read_text(encoding="utf-8") for p in _SIGKILL.iterdir() if p.is_file()}
+    assert "vmemory(kbytes)      unlimited" in files["ulimit.txt"]
+    files["ulimit.txt"] = files["ulimit.txt"].replace("vmemory(kbytes)      unlimited",
+                                                      "vmemory(kbytes)      67108864")   # edited at test time
+    v = analyze(_bundle(tmp_path, files)).verdict
+    assert not any(t.startswith("memory-limit-set:") for t in v.trace), v.trace
+    assert v.cause != "host_oom", v.trace
+
+
+def test_an_allocation_that_failed_under_ulimit_v_is_still_the_limit():
+    """Near miss: the lab's real DefaultCPUAllocator ENOMEM under `ulimit -v 3000000`."""
+    v = analyze(_ULIMIT_V).verdict
+    assert v.cause == "host_oom" and any(t.startswith("memory-limit-set:") for t in v.trace), v.trace
+
+
+# ---------------------------------------------------------------- M4: one memory series, and a kill is a kill
+
+_DS = FIXTURES / "validation10/deepspeed-offload-host-oom-06/bundle/deepspeed.log"   # deepspeedai/DeepSpeed#4571
+
+
+def _ds_lines() -> tuple[str, str]:
+    lines = _DS.read_text(encoding="utf-8").splitlines()
+    return (next(line for line in lines if "CPU Virtual Memory" in line),
+            next(line for line in lines if "Killing subprocess" in line))
+
+
+def test_rising_readings_then_a_launcher_teardown_are_no_oom_kill(tmp_path):
+    reading, teardown = _ds_lines()
+    earlier = reading.replace("used = 26.4 GB, percent = 84.6%", "used = 12.5 GB, percent = 40.0%")  # edited at test time
+    v = analyze(_bundle(tmp_path, {"deepspeed.log": "\n".join([earlier, reading, teardown]) + "\n"})).verdict
+    # the high last reading and the rise to it are one series: one weak sign, no claim
+    assert not any("independent weak signs" in t and "memory.rising" in t for t in v.trace), v.trace
+    assert v.cause != "host_oom"
+
+
+def test_a_high_reading_then_the_launcher_s_start_is_no_death(tmp_path):
+    """A launcher's first line after the reading (a relaunch) says nothing died."""
+    reading, _ = _ds_lines()
+    start = next(line for line in (FIXTURES / "lab/output/lab-torchrun-sigkill/bundle/train.log")
+                 .read_text(encoding="utf-8").splitlines() if "torch/distributed/run.py" in line)
+    v = analyze(_bundle(tmp_path, {"deepspeed.log": reading + "\n" + start + "\n"})).verdict
+    assert not any(t.startswith("high-host-memory-then-death:") for t in v.trace), v.trace
+
+
+def test_a_high_reading_then_a_sigkill_is_still_read(tmp_path):
+    """Near miss: the same reading, then a real torchrun SIGKILL exit record (lab-torchrun-sigkill)."""
+    reading, _ = _ds_lines()
+    kill = next(line for line in (FIXTURES / "lab/output/lab-torchrun-sigkill/bundle/train.log")
+                .read_text(encoding="utf-8").splitlines() if "failed (exitcode: -9)" in line)
+    v = analyze(_bundle(tmp_path, {"deepspeed.log": reading + "\n" + kill + "\n"})).verdict
+    assert any(t.startswith("high-host-memory-then-death:") for t in v.trace), v.trace

@@ -438,8 +438,11 @@ class HighHostMemoryThenDeath(Rule):
         if not high:
             return []
         last = max(high, key=lambda e: e.seq)
+        # a death after the reading (SIGKILL / exit -9, or a launcher line that says a worker
+        # failed or is torn down); not a launcher line that says nothing died -- its start, a
+        # spawn, the job's end, a signal the agent received (audit 6 M4)
         deaths = [e for e in case.events if e.seq > last.seq and (
-            e.kind in _LAUNCHER_KINDS or died_of(e, "SIGKILL"))]
+            e.kind in _LAUNCHER_DEATH_KINDS or died_of(e, "SIGKILL"))]
         if not deaths:
             return []
         pct = _num(last.data.get("pct"))
@@ -455,9 +458,10 @@ class HighHostMemoryThenDeath(Rule):
                              combined=(SIGN.memory_rising,) if rising else ())]
 
 class MemoryLimitSet(Rule):
-    """A host allocation failed or a process was killed while a virtual-memory limit
-    (`ulimit -v`, RLIMIT_AS) was set: the limit, not the machine's RAM, ran out.  Linux
-    overcommits, so a plain malloc rarely fails unless such a limit is in force."""
+    """A host allocation failed while a virtual-memory limit (`ulimit -v`, RLIMIT_AS) was set:
+    the limit, not the machine's RAM, ran out.  Linux overcommits, so a plain malloc rarely
+    fails unless such a limit is in force.  A killed process is not read here: the limit fails
+    allocations, it kills nothing."""
 
     id = "memory-limit-set"
 
@@ -465,10 +469,10 @@ class MemoryLimitSet(Rule):
         limits = [f for f in case.facts if f.name == "ulimit.virtual" and str(f.value).lower() != "unlimited"]
         if not limits:
             return []
-        failures = [e for e in events_of(case, _DEATH_KINDS | {KIND.py_exception, KIND.native_terminate})
-                    if (e.kind in (KIND.py_exception, KIND.native_terminate)
-                        and _catalog_cause(e.text) == SIGN.memory_limit_set.cause)
-                    or (e.kind in _DEATH_KINDS and died_of(e, "SIGKILL"))]
+        # Only an allocation that failed: RLIMIT_AS makes brk/mmap/mremap fail with ENOMEM
+        # (getrlimit.2) and never sends SIGKILL, so a killed process is no sign of it (audit 6 M2).
+        failures = [e for e in events_of(case, {KIND.py_exception, KIND.native_terminate})
+                    if _catalog_cause(e.text) == SIGN.memory_limit_set.cause]
         if not failures:
             return []
         f = limits[0]
@@ -520,6 +524,8 @@ def _cuda_number(version: str) -> int:
 # How a process of the job is seen to die (signals.toml `death`), the kernel's own kills aside.
 _DEATH_KINDS = deaths("fatal_signal", "exit", "exception", "reported")
 _LAUNCHER_KINDS = produced_by("parser:launcher")
+_LAUNCHER_DEATH_KINDS = _LAUNCHER_KINDS - {KIND.launcher_start, KIND.launcher_spawned, KIND.launcher_finished,
+                                           KIND.launcher_cancelled, KIND.launcher_signal_received}
 
 
 class KilledWithoutReason(Rule):

@@ -101,16 +101,21 @@ class FlightRecorderHang(Rule):
                             extra_refs=tuple(r for r in refs if (r.path, r.record) not in by_ref), culprits=(d.rank,))
 
     def _behind(self, g, case: Case, k, by_ref, groups, trace):
-        behind = [b.rank for b in g.behind] + list(g.missing_dumps)
+        # Only a rank whose own dump shows it behind is behind; a rank with no dump is unknown
+        # (not collected, or frozen inside the collective and unable to dump): never a culprit
+        # on absence (audit 6 M8).  A dead rank explains its missing dump, so deaths are looked
+        # for among both.
+        behind = [b.rank for b in g.behind]
+        missing = list(g.missing_dumps)
         frontier_op = next((r.op for r in g.rows if r.seq == g.frontier), "?")
         waiting = (f"rank(s) {_ranks(g.waiting)} waited in collective #{g.frontier} {frontier_op}"
                    f" ({g.waiting_refs[0].describe()})" if g.waiting_refs else "")
         death_kinds = deaths("fatal_signal", "exit", "kernel_kill")
-        died = [e for e in events_of(case, death_kinds) if e.rank in behind and _death(e)]
+        died = [e for e in events_of(case, death_kinds) if e.rank in behind + missing and _death(e)]
         refs = tuple(b.ref for b in g.behind if b.ref) + g.waiting_refs
         events = self._events(refs, by_ref)
         extra = tuple(r for r in refs if (r.path, r.record) not in by_ref)
-        lasts = "; ".join(([f"rank(s) {_ranks(g.missing_dumps)} left no dump"] if g.missing_dumps else [])
+        lasts = "; ".join(([f"rank(s) {_ranks(missing)} left no dump (collect it)"] if missing else [])
                           + [f"rank {b.rank} last entered #{b.last_seq}"
                              + (f" from {_caller(b.frames)}" if b.frames else "")
                              + (f" ({b.ref.describe()})" if b.ref else "") for b in g.behind[:3]])
@@ -121,6 +126,12 @@ class FlightRecorderHang(Rule):
                                 f"rank {d.rank} died ({_death(d)}, {d.ref.describe()}) after its last collective: "
                                 f"{waiting} and it never arrived; {lasts}", [d] + events, "rank-died",
                                 extra_refs=extra, culprits=(d.rank,))
+        if not behind:
+            trace.append(f"{self.id}: every dumped rank waited in #{g.frontier}; rank(s) {missing} left no dump")
+            return sign_finding(k, SIGN.flightrec_dump_missing, self.id,
+                                f"{waiting}; rank(s) {_ranks(missing)} left no Flight Recorder dump: collect "
+                                f"rank(s) {_ranks(missing)}'s dump (or stack) to see whether they were behind",
+                                events, "behind", extra_refs=extra)
         doing, stack_refs = self._doing(behind, groups)
         w = (SIGN.flightrec_rank_behind.weight + (SIGN.flightrec_behind_stack_elsewhere.weight if doing else 0)
              + (SIGN.flightrec_several_waiting.weight if len(g.waiting) >= 2 else 0))
