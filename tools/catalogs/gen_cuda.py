@@ -43,7 +43,10 @@ READINGS: dict[int, tuple[str, str, str]] = {
     700: ("app_error", "specific", "an illegal memory access in a kernel: the job's own code unless the same GPU repeats or an Xid says hardware"),
     710: ("app_error", "specific", "a device-side assert in the job's kernels (an index out of range, a bad label)"),
     714: ("app_error", "specific", "a kernel's call stack overflowed or was corrupted"),
-    715: ("app_error", "specific", "an illegal instruction in a kernel"),
+    # Weak: nothing in a compiled kernel is an illegal instruction; the GPU meets one when code memory
+    # or a jump target is corrupt -- a library kernel's bug or a failing GPU alike (messages.toml
+    # cuda_illegal_access already reads the same text as a weak sign)
+    715: ("app_error", "subsystem", "an illegal instruction in a kernel: a kernel's own bug or a failing GPU (corrupt code memory)"),
     716: ("app_error", "specific", "a misaligned memory access in a kernel"),
     717: ("app_error", "specific", "a kernel used an address in the wrong address space"),
     718: ("app_error", "specific", "a kernel jumped to an invalid program counter"),

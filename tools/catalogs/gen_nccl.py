@@ -59,8 +59,11 @@ TEXT_RULES: tuple[tuple[str, str, str, str], ...] = (
     (r"^Cuda failure|^CUDA failure|^Cuda driver error|^CUDA driver error|cuGetErrorString|Cuda error|CUDA error", "cuda", "cuda", "a CUDA call failed: read its error text"),
     (r"shared memory segment|/dev/shm|shm_open|shmOpen|posix_fallocate|Call to .*fallocate|failed to extend .*bytes, error:", "shm", "errno", "shared-memory segment: read the errno text"),
     (r"^Error: failed to extend +to +bytes$", "shm", "shm_exhausted", "misc/shmutils.cc: posix_fallocate of the /dev/shm segment failed — on tmpfs that is ENOSPC, no room left"),
-    (r"Got async event", "ib", "nccl_network", "the HCA reported an async event (port or device error)"),
-    (r"Got completion .*with error|completion with error", "ib", "nccl_network", "an IB work request completed with an error (peer, link or QP)"),
+    # net_ib/common.cc ncclIbAsyncThreadMain (v2.30.7): 'async fatal event' for IBV_EVENT_DEVICE_FATAL,
+    # CQ_ERR, QP_FATAL/REQ_ERR/ACCESS_ERR; 'Got non-fatal async event' (port active, LID/SM change ...) stays weak
+    (r"Got async event|Got async error event|async fatal event", "ib", "nccl_network", "the HCA reported an async event (port or device error)"),
+    # the same completion error in newer formats: 'with status=%d' (v2.21+), p2p.cc 'Got CQE with error'
+    (r"Got completion .*with (?:error|status=)|completion with error|Got CQE with error", "ib", "nccl_network", "an IB work request completed with an error (peer, link or QP)"),
     (r"ibv_modify_qp|ibv_create_qp|QP .*state|Error on QP|rdma_connect", "ib", "nccl_network", "an IB queue pair could not be brought up"),
     (r"ibv_reg_mr|ibv_reg_dmabuf_mr|reg_mr|dmabuf", "ib", "errno", "IB memory registration failed: read the errno text"),
     (r"NCCL_SOCKET_IFNAME|NCCL_IB_HCA|NCCL_OOB_NET_IFNAME|no socket interface|No usable listening interface|neither AF_INET|interface found|verify NCCL_", "socket", "nccl_network", "no usable network interface for the settings given"),
@@ -78,6 +81,12 @@ TEXT_RULES: tuple[tuple[str, str, str, str], ...] = (
     (r"[Ii]nvalid (?:type|data ?type|datatype|operation|reduction|op|root|peer|rank|count|comm|communicator|pointer|device pointer|buffer|argument|usage|stream)|is not a valid|must be|cannot be NULL|is NULL|null pointer|out of range|not supported for|in-place|non-blocking|already|called with|mismatch in info", "", "app_error", "the application called NCCL wrongly"),
     (r"Failed to (?:CUDA )?[cm]alloc|Failed to allocate host|Failed to realloc|calloc.*failed|malloc.*failed", "", "context", "an allocation failed: the CUDA or errno text that follows says why"),
 )
+
+# Text rules whose words name only the subsystem (NCCL prefixes every message of its network
+# transports with NET/IB or NET/Socket, benign notices as well as failures: "Failed to open mlx5dv
+# symbols. Advance features ... will be disabled", "NCCL_SOCKET_NTHREADS is greater than the maximum
+# allowed, setting to %d"): the reading is the subsystem's, weak, as FILE_RULES readings are.
+NAMES_ONLY_THE_SUBSYSTEM = frozenset({r"NET/IB|NET/Socket|NET/Plugin|\bIB\b"})
 
 ERRNO_READINGS = {  # strerror text -> cause, for entries marked 'errno'
     "shm": {"No space left on device": "shm_exhausted", "Bus error": "shm_exhausted",
@@ -180,7 +189,8 @@ def reading(path: str, fmt: str) -> dict:
     sub, file_cause = next((s, c) for rx, s, c in FILE_RULES if re.search(rx, path))
     for rx, tsub, cause, why in TEXT_RULES:
         if re.search(rx, words):
-            return {"subsystem": tsub or sub, "cause": cause, "strength": "specific", "why": why}
+            strength = "subsystem" if rx in NAMES_ONLY_THE_SUBSYSTEM else "specific"
+            return {"subsystem": tsub or sub, "cause": cause, "strength": strength, "why": why}
     if not file_cause:
         return {"subsystem": sub, "cause": "", "strength": "none", "why": f"source file {path}: no rule yet"}
     why = f"source file {path} ({sub} subsystem)"
