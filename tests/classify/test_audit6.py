@@ -211,7 +211,8 @@ def test_the_warn_after_the_retries_still_reads_as_the_network():
 _APP = FIXTURES / "bundles/lab-torchrun-app-exception/bundle"   # real lab: rank 1 raises IndexError in its own code
 # A real NVLink Xid line as the driver prints it (leptonai/gpud's kmsg test data for Xid 145), placed
 # at test time inside the job's window (boot+2212.4 s, ~2 s after the IndexError on the bundle's clock).
-_XID145 = "[ 2212.400000] NVRM: Xid (PCI:0000:04:00): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 00 (0x00000006 0x00000001 0x00000000 0x00000000)"
+# (the driver's Fatal form: a Nonfatal one is only a lean by itself, below)
+_XID145 = "[ 2212.400000] NVRM: Xid (PCI:0000:04:00): 145, RLW_RSPCOL Fatal XC0 i0 Link 00 (0x00000005 0x00000002 0x00000000 0x00000000)"
 
 
 def test_a_gpu_fault_does_not_explain_an_exception_the_job_s_own_code_raised(tmp_path):
@@ -341,3 +342,21 @@ def test_a_high_reading_then_a_sigkill_is_still_read(tmp_path):
                 .read_text(encoding="utf-8").splitlines() if "failed (exitcode: -9)" in line)
     v = analyze(_bundle(tmp_path, {"deepspeed.log": reading + "\n" + kill + "\n"})).verdict
     assert any(t.startswith("high-host-memory-then-death:") for t in v.trace), v.trace
+
+
+# ---------------------------------------------------------------- H10 (3): the driver's own "Nonfatal"
+
+# Real NVLink5 Xid lines as the driver prints them (leptonai/gpud's kmsg test data, PR #1160/#1174).
+_XID145_NONFATAL = "[ 2212.400000] NVRM: Xid (PCI:0000:04:00): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 00 (0x00000006 0x00000001 0x00000000 0x00000000)"
+_XID145_FATAL = "[ 2212.400000] NVRM: Xid (PCI:0000:04:00): 145, RLW_RSPCOL Fatal XC0 i0 Link 00 (0x00000005 0x00000002 0x00000000 0x00000000)"
+
+
+def test_an_nvlink_xid_the_driver_calls_nonfatal_only_leans(tmp_path):
+    v = analyze(_bundle(tmp_path, {"dmesg.txt": _XID145_NONFATAL + "\n"})).verdict
+    assert v.cause == "unknown" and "nvlink_fault" in v.summary, v.summary
+
+
+def test_an_nvlink_xid_the_driver_calls_fatal_is_an_nvlink_fault(tmp_path):
+    """Near miss: the same Xid, the driver's word Fatal."""
+    v = analyze(_bundle(tmp_path, {"dmesg.txt": _XID145_FATAL + "\n"})).verdict
+    assert v.cause == "nvlink_fault", v.trace
