@@ -246,7 +246,11 @@ ERRNO_READINGS = {
              "ENETUNREACH": "nccl_network", "etwork is unreachable": "nccl_network",
              # connect(2) got no answer at all (SYNs dropped: a firewall, a wrong address or interface)
              "ETIMEDOUT": "nccl_network", "onnection timed out": "nccl_network",
-             "Name or service not known": "nccl_network", "emporary failure in name resolution": "nccl_network"},
+             "Name or service not known": "nccl_network", "emporary failure in name resolution": "nccl_network",
+             # connect(2) EADDRNOTAVAIL: this host could give the socket no local port (the ephemeral
+             # range is used up or reserved: Linux inet_hash_connect) or no source address for the
+             # peer's family -- the connecting host's own network state, never the peer's
+             "EADDRNOTAVAIL": "nccl_network", "annot assign requested address": "nccl_network"},
 }
 
 # c10d/socket.cpp SocketListenOp tries every address of the host and only warns
