@@ -246,11 +246,17 @@ ERRNO_READINGS = {
              "ENETUNREACH": "nccl_network", "etwork is unreachable": "nccl_network",
              # connect(2) got no answer at all (SYNs dropped: a firewall, a wrong address or interface)
              "ETIMEDOUT": "nccl_network", "onnection timed out": "nccl_network",
-             "Name or service not known": "nccl_network", "emporary failure in name resolution": "nccl_network",
-             # connect(2) EADDRNOTAVAIL: this host could give the socket no local port (the ephemeral
-             # range is used up or reserved: Linux inet_hash_connect) or no source address for the
-             # peer's family -- the connecting host's own network state, never the peer's
-             "EADDRNOTAVAIL": "nccl_network", "annot assign requested address": "nccl_network"},
+             "Name or service not known": "nccl_network", "emporary failure in name resolution": "nccl_network"},
+}
+
+# Errno readings that hold for one entry only (tried before the family's): the same errno means
+# different things on different calls.
+ERRNO_ENTRY_READINGS = {
+    # connect(2) EADDRNOTAVAIL: this host could give the socket no local port (the ephemeral range is
+    # used up or reserved: Linux inet_hash_connect) or no source address for the peer's family -- the
+    # connecting host's own network state, never the peer's.  On bind(2) the same errno means the
+    # address asked for is not this host's (a rendezvous address naming another node): not read there.
+    "pt.store_connect_failed": {"EADDRNOTAVAIL": "nccl_network", "annot assign requested address": "nccl_network"},
 }
 
 # c10d/socket.cpp SocketListenOp tries every address of the host and only warns
@@ -344,7 +350,7 @@ def main(argv: list[str]) -> int:
                         "verified_in": verified, "cause": cause, "strength": strength, "why": why})
     out = {"catalog": "pytorch", "upstream": f"torch {version} wheel; https://github.com/pytorch/pytorch @ {PYTORCH_COMMIT[:12]}",
            "version": version, "commit": PYTORCH_COMMIT, "generator": "tools/catalogs/gen_pytorch.py",
-           "signal_readings": SIGNAL_READINGS, "errno_readings": ERRNO_READINGS,
+           "signal_readings": SIGNAL_READINGS, "errno_readings": ERRNO_READINGS, "errno_entry_readings": ERRNO_ENTRY_READINGS,
            "errno_attempt_entries": ERRNO_ATTEMPT_ENTRIES, "entries": entries}
     json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")
