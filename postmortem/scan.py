@@ -202,6 +202,7 @@ class _Reader:
         self.seen: dict[int, int] = {}
         self.repeated = 0
         self.heads: dict[str, tuple[str, tuple]] = {}  # see kind
+        self.last_head: tuple[str, tuple] | None = None
         self.kinds: dict[str | bytes, tuple[int, tuple | None]] = {}  # by the keys of _counted
         self.targets: dict[str | bytes, list] = {}  # routine line -> what its repeats add to
         # Classes shared with the bundle's other files, unless a parser wants this file's
@@ -268,17 +269,23 @@ class _Reader:
         shared = self.shared
         if shared is None:
             return self.classify(raw)
-        head = _THREAD.match(raw)
-        if head is None:
-            return self.classify(raw)
-        heads = self.heads  # a file has a few threads: each prefix masked and split once
-        known = heads.get(head[0])
-        if known is None:
-            if len(heads) >= _HEADS_CAP:
-                heads.clear()
-            # `host:pid:tid ` (no `:` in the host): what _INFO_PREFIX reads from it
-            known = heads[head[0]] = (head[0].translate(_DIGITS), tuple(head[0][:-1].split(":")))
-        key = known[0] + raw[head.end():]
+        last = self.last_head  # most lines of a file have the previous line's prefix: no regex then
+        if last is not None and raw.startswith(last[0]):  # `host:pid:tid `, the whole of _THREAD's match
+            prefix, known = last
+        else:
+            head = _THREAD.match(raw)
+            if head is None:
+                return self.classify(raw)
+            prefix = head[0]
+            heads = self.heads  # a file has a few threads: each prefix masked and split once
+            known = heads.get(prefix)
+            if known is None:
+                if len(heads) >= _HEADS_CAP:
+                    heads.clear()
+                # `host:pid:tid ` (no `:` in the host): what _INFO_PREFIX reads from it
+                known = heads[prefix] = (prefix.translate(_DIGITS), tuple(prefix[:-1].split(":")))
+            self.last_head = (prefix, known)
+        key = known[0] + raw[len(prefix):]
         got = shared.get(key)
         if got is None:
             got = self.classify(raw)

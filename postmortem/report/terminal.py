@@ -140,12 +140,22 @@ def crash_time(a: Analysis) -> str | None:
     return of(a)
 
 
+def _blamed_ranks(a: Analysis) -> tuple[int, ...]:
+    """The ranks the root blames by name; with no root (an `unknown` verdict), the ranks a
+    finding without a cause of its own names -- Flight Recorder's "the others waited for rank N"
+    says who held the job up even when nothing says why."""
+    root = a.verdict.root
+    if root is not None:
+        return root.culprit_ranks
+    return next((f.culprit_ranks for f in a.verdict.symptoms if f.culprit_ranks), ())
+
+
 def failing_rank(a: Analysis) -> int | None:
     """The rank the root blames by name (a straggler, the rank behind in a hang), else the rank its
     cited lines name, else the failing stack's rank."""
-    root = a.verdict.root
-    if root is not None and root.culprit_ranks:
-        return root.culprit_ranks[0]
+    blamed = _blamed_ranks(a)
+    if blamed:
+        return blamed[0]
     rank, _ = _root_process(a)
     if rank is not None:
         return rank
@@ -165,13 +175,13 @@ def failing_stack(a: Analysis) -> Stack | None:
     try:
         # The rank the root blames (a straggler, the rank behind in a hang) first: its stack says
         # what held the job up; the others only wait.
-        root = a.verdict.root
-        if root is not None and root.culprit_ranks:
+        culprits = _blamed_ranks(a)
+        if culprits:
             main = stacks.main_stacks(a.case.stacks)   # per rank, the main thread of a hang dump
-            blamed = [main[r] for r in root.culprit_ranks if r in main]
+            blamed = [main[r] for r in culprits if r in main]
             if blamed:
                 return blamed[0]
-            blamed = [s for s in a.case.stacks if s.rank in root.culprit_ranks]
+            blamed = [s for s in a.case.stacks if s.rank in culprits]
             if blamed:
                 return stacks.crashing(blamed, a.case.events)
         # The root's own process next: a folder of unrelated cores has one crashing stack each.

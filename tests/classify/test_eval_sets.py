@@ -7,10 +7,18 @@ from postmortem.evaluate import evaluate
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# Lab bundles whose truth is known by construction but whose bundle cannot show it: the verdict
+# must then be an honest `unknown`, never a claim.  lab-flightrec-sigkill: the program SIGKILLs
+# its own rank 1; Flight Recorder proves which rank the others waited for, not why it died, and a
+# SIGKILL alone is the OOM killer, the scheduler or a teardown as much as the job (audit 6 H8).
+UNDECIDABLE_BY_CONSTRUCTION = {"lab-flightrec-sigkill"}
+
+
 def test_every_lab_bundle_is_right_and_cites_real_lines():
     result = evaluate([ROOT / "fixtures/bundles"])
     wrong = [(c["case"], c.get("category"), c.get("cause")) for c in result["cases"]
-             if not (c.get("category_ok") and c.get("cause_ok"))]
+             if not (c.get("category_ok") and c.get("cause_ok"))
+             and not (c["case"] in UNDECIDABLE_BY_CONSTRUCTION and c.get("cause") == "unknown")]
     assert result["total"] >= 8 and not wrong
     assert result["evidence_ok"] == result["total"]
 
@@ -19,8 +27,9 @@ def test_corpus_floors_and_no_confident_mistake():
     result = evaluate([ROOT / "fixtures/corpus"])
     n = result["total"]
     # 18/20 categories since audit 5: two NCCL versions not shown to be one run and a stopped NCCL
-    # init (one failure read twice) now lean instead of claiming
-    assert result["category_correct"] >= 0.9 * n and result["cause_correct"] >= 0.9 * n, (result["category_correct"], result["cause_correct"])
+    # init (one failure read twice) now lean instead of claiming.  17/20 since audit 6 H5: CUDA's
+    # catch-all "unknown error" alone (hw-gpu-died-cuda-unknown-01) only leans to the GPU
+    assert result["category_correct"] >= 0.85 * n and result["cause_correct"] >= 0.85 * n, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == n
 
@@ -41,7 +50,9 @@ def test_validation_set_floor():
     # code -9, a SIGBUS with no location, NCCL stopping during init), each now "leaning" its
     # cause with what to collect; before the policy they were claimed tentatively (75/83, 72/83).
     # audit 5 fixes (one fact read twice is one sign, ENOMEM/memlock, versions): 51/83 and 50/83 measured
-    assert result["category_correct"] >= 51 and result["cause_correct"] >= 50, (result["category_correct"], result["cause_correct"])
+    # audit 6 H6: an application-fault Xid repeated by runs of one program (or unnamed processes) on
+    # one GPU only leans to the GPU (hw-faulty-gpu-xid31-xid43-08 now leans): 50/83 and 49/83
+    assert result["category_correct"] >= 50 and result["cause_correct"] >= 49, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
 

@@ -74,9 +74,17 @@ class XidCatalog(Rule):
                 continue
             if info.cause == "app_fault":
                 pids = {e.pid for e in events if e.pid}
-                if len(gpus) == 1 and len(pids) >= LIMIT.app_fault_processes:
-                    trace.append(f"{self.id}: app-fault Xid {code} on one GPU from {len(pids)} processes -> the GPU")
+                programs = {e.data.get("comm") for e in events if e.data.get("comm")}
+                if len(gpus) == 1 and len(pids) >= LIMIT.app_fault_processes and len(programs) >= 2:
+                    trace.append(f"{self.id}: app-fault Xid {code} on one GPU from {len(programs)} different programs -> the GPU")
                     out.append(sign_finding(k, SIGN.xid_app_fault_repeats_on_one_gpu, self.id,
+                                            f"{label} from {len(programs)} different programs "
+                                            f"({', '.join(sorted(programs))})", events, f"xid{code}"))
+                elif len(gpus) == 1 and len(pids) >= LIMIT.app_fault_processes:
+                    # One program re-run (or names not printed): its own pointer bug repeats just the same.
+                    trace.append(f"{self.id}: app-fault Xid {code} on one GPU from {len(pids)} runs of "
+                                 f"{'one program' if programs else 'unnamed processes'} -> leans to the GPU")
+                    out.append(sign_finding(k, SIGN.xid_app_fault_repeats_same_program, self.id,
                                             f"{label} from {len(pids)} separate processes", events, f"xid{code}"))
                 elif len(pids) == 1:
                     trace.append(f"{self.id}: app-fault Xid {code} from one process (pid {next(iter(pids))}): its own bad access")
