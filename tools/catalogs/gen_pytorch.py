@@ -204,6 +204,13 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "app_error", "specific", "backward ran twice over one graph whose saved tensors were already freed: the job's training step"),
     ("pt.inplace_modified", "misuse", WHEEL, "one of the variables needed for gradient computation has been modified by an inplace operation: [",
      "app_error", "specific", "an in-place operation overwrote a tensor autograd saved for backward: the job's model code"),
+    # torch/distributed/distributed_c10d.py _get_default_group: a collective (or DDP) called
+    # before init_process_group in this process -- the job's code or its launch skipped the init.
+    ("pt.default_pg_not_initialized", "misuse", WHEEL, "Default process group has not been initialized, please make sure to call init_process_group.",
+     "app_error", "specific", "the job called a collective or wrapped DDP in a process that never ran init_process_group (its code, or a launch that skips the init branch)"),
+    # torch/nn/parallel/distributed.py DistributedDataParallel.__init__
+    ("pt.ddp_no_grad_params", "misuse", WHEEL, "DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient.",
+     "app_error", "specific", "DDP wrapped a module with every parameter frozen (requires_grad=False): the job's model setup"),
     # device mismatch
     # Raised by an operator's device check (ATen TensorIterator / check_all_same_device): alone
     # it leans to the launch's device mapping; raised in the job's own frames it is the code's
