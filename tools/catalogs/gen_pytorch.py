@@ -256,6 +256,16 @@ ERRNO_READINGS = {
              "Name or service not known": "nccl_network", "emporary failure in name resolution": "nccl_network"},
 }
 
+# Errno readings that hold for one entry only (tried before the family's): the same errno means
+# different things on different calls.
+ERRNO_ENTRY_READINGS = {
+    # connect(2) EADDRNOTAVAIL: this host could give the socket no local port (the ephemeral range is
+    # used up or reserved: Linux inet_hash_connect) or no source address for the peer's family -- the
+    # connecting host's own network state, never the peer's.  On bind(2) the same errno means the
+    # address asked for is not this host's (a rendezvous address naming another node): not read there.
+    "pt.store_connect_failed": {"EADDRNOTAVAIL": "nccl_network", "annot assign requested address": "nccl_network"},
+}
+
 # c10d/socket.cpp SocketListenOp tries every address of the host and only warns
 # (C10D_WARNING) for each one that fails; the store fails when all fail ("failed to listen on
 # any local network address"), and torch's elastic rendezvous expects a failed bind and
@@ -347,7 +357,7 @@ def main(argv: list[str]) -> int:
                         "verified_in": verified, "cause": cause, "strength": strength, "why": why})
     out = {"catalog": "pytorch", "upstream": f"torch {version} wheel; https://github.com/pytorch/pytorch @ {PYTORCH_COMMIT[:12]}",
            "version": version, "commit": PYTORCH_COMMIT, "generator": "tools/catalogs/gen_pytorch.py",
-           "signal_readings": SIGNAL_READINGS, "errno_readings": ERRNO_READINGS,
+           "signal_readings": SIGNAL_READINGS, "errno_readings": ERRNO_READINGS, "errno_entry_readings": ERRNO_ENTRY_READINGS,
            "errno_attempt_entries": ERRNO_ATTEMPT_ENTRIES, "entries": entries}
     json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")
