@@ -155,3 +155,28 @@ def test_third_frozen_split_first_seen_floor():
     assert result["category_correct"] >= 7 and result["cause_correct"] >= 7, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
+
+
+_SWEEP6 = ("gh", "gh2", "lab-a", "lab-b", "lab-c")
+
+
+def test_validation24_floor():
+    """The development half of the sixth blind sweep (fixtures/validation24, see its README):
+    first seen at 6e445e7 with 11/30 categories and 10/30 causes; one confident mistake of cause
+    (an Xid 79 from an overheated GPU read as fallen off the bus, the category right)."""
+    result = evaluate([ROOT / "fixtures/validation24" / g for g in _SWEEP6])
+    assert result["total"] == 30
+    assert result["category_correct"] >= 11 and result["cause_correct"] >= 10, (result["category_correct"], result["cause_correct"])
+    assert set(result["confident_wrong"]) <= {"rtx3080-training-xid79-gddr6x-heat-soak-sw-thermal-slowdown-04"}
+    assert result["evidence_ok"] == result["total"]
+
+
+def test_fourth_frozen_split_first_seen_floor():
+    """The frozen half of the sixth blind sweep (fixtures/frozen/sweep-2026-12f): first seen at
+    6e445e7 with 16/41 categories and 16/41 causes and one confident mistake. Nobody develops
+    against it; the floor only guards against regressions (counts only)."""
+    result = evaluate([ROOT / "fixtures/frozen/sweep-2026-12f" / g for g in _SWEEP6])
+    assert result["total"] == 41
+    assert result["category_correct"] >= 16 and result["cause_correct"] >= 16, (result["category_correct"], result["cause_correct"])
+    assert len(result["confident_wrong"]) <= 1
+    assert result["evidence_ok"] == result["total"]
