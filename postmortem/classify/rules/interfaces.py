@@ -7,6 +7,8 @@ rank.  The interface the traffic used says why: no carrier, or packets dropped.
 """
 from __future__ import annotations
 
+import re
+
 from postmortem.classify.rules.base import Rule, events_of, sign_finding
 from postmortem.classify.rules.comms import host_only_interface
 from postmortem.classify.rules.config import TIMEOUT_KINDS
@@ -179,6 +181,15 @@ class TcpConnectionLosses(Rule):
         losing = [f for f in case.facts if f.name == TCP_FACT and isinstance(f.value, dict) and _losing(f.value)]
         if not losing:
             return []
+        # only the job's own connections speak for the job's path (audit 6 M12): a host runs other
+        # TCP traffic (NFS, monitoring, loopback services) whose losses say nothing about it
+        addrs, ports = _job_endpoints(case)
+        theirs = [f for f in losing if _the_jobs(f.value["peer"], addrs, ports)]
+        if not theirs:
+            trace.append(f"{self.id}: {len(losing)} connection(s) lost segments, none to an address or port the job's"
+                         " logs name (or loopback): not the job's path")
+            return []
+        losing = theirs
         f = losing[0]
         info = f.value["info"]
         what = (f"TCP connection {f.value['local']} -> {f.value['peer']} had {info['lost']} segment(s) marked lost"
@@ -190,6 +201,42 @@ class TcpConnectionLosses(Rule):
         trace.append(f"{self.id}: {what}; {len(losing)} such connection(s)")
         return [sign_finding(k, SIGN.net_tcp_segments_lost, self.id, summary, timeouts[:2], "tcp-loss",
                              extra_refs=tuple(x.ref for x in losing[:2]))]
+
+
+# an IPv4 address, optionally with :port, as NCCL (Bootstrap/NET/Socket "eth0:10.0.0.1<0>"), gloo
+# ("remote=[10.0.0.1]:port"), c10d and launchers (MASTER_ADDR, --master-addr) print them
+_ADDR_PORT = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?:\]?:(\d{2,5}))?(?![\d.])")
+_LOOPBACK = re.compile(r"^(?:127\.|::1$|::ffff:127\.|localhost)")
+
+
+def _split_endpoint(text: str) -> tuple[str, int | None]:
+    """ss's "10.0.0.1:5000" / "[::ffff:10.0.0.1]:5000" -> ("10.0.0.1", 5000)."""
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]")
+    if host.startswith("::ffff:"):
+        host = host[len("::ffff:"):]
+    return host, int(port) if port.isdigit() else None
+
+
+def _job_endpoints(case: Case) -> tuple[frozenset[str], frozenset[int]]:
+    """Addresses and ports the job's own log lines name (never the ss capture itself)."""
+    addrs: set[str] = set()
+    ports: set[int] = set()
+    for e in case.events:
+        for m in _ADDR_PORT.finditer(e.text or ""):
+            if _LOOPBACK.match(m.group(1)):
+                continue
+            addrs.add(m.group(1))
+            if m.group(2):
+                ports.add(int(m.group(2)))
+    return frozenset(addrs), frozenset(ports)
+
+
+def _the_jobs(peer: str, addrs: frozenset[str], ports: frozenset[int]) -> bool:
+    host, port = _split_endpoint(peer)
+    if _LOOPBACK.match(host):
+        return False
+    return host in addrs or (port is not None and port in ports)
 
 
 def _losing(conn: dict) -> bool:
