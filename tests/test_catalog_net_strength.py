@@ -43,3 +43,18 @@ def test_notices_that_only_carry_the_transport_prefix_are_weak():
     assert non_fatal["strength"] == "subsystem"
     fatal = _entry("NET/IB : %s:%d async fatal event: %s")
     assert fatal["strength"] == "specific"
+
+
+def test_a_routine_async_event_in_the_old_one_format_is_no_fault():
+    # audit 6 M13, vllm-project/vllm#5342 (NCCL <= 2.18 prints every HCA event as "Got async event : %s");
+    # a RoCE GID table change is an address update, not a failure
+    m = C.match_nccl("07d92dd514d4:142935:143254 [0] transport/net_ib.cc:100 NCCL WARN NET/IB : mlx5_3:1 Got async "
+                     "event : GID table change")
+    assert m and m.cause == "context" and m.strength != "specific"
+
+
+def test_a_fatal_async_event_in_the_old_one_format_still_reads_specifically():
+    # near miss: validation20 roce-mtu-mismatch-two-servers-nccl-2-20-lav-34 (the same format, a QP access error)
+    m = C.match_nccl("ubuntu20-server-2:94639:94647 [0] transport/net_ib.cc:100 NCCL WARN NET/IB : mlx5_0:1 Got async "
+                     "event : local access violation work queue error")
+    assert m and m.cause == "nccl_network" and m.strength == "specific"

@@ -178,6 +178,11 @@ def match_nccl(line: str) -> Match | None:
         short = src.split("src/")[-1]
         subsystem, file_cause = next(((s, c) for rx, s, c in rules if rx.search(short)), (e.subsystem, e.cause))
     cause, strength, detail = e.cause, e.strength, ""
+    events = _catalog("nccl")[0].get("async_event_readings", {})
+    if e.name in events.get("formats", ()) and not any(f in text for f in events.get("fatal", ())):
+        # NCCL <= 2.18's one format for every HCA async event: a routine one (GID table change,
+        # port active, LID change ...) is no fault (gen_nccl.py ASYNC_EVENT_READINGS, audit 6 M13)
+        return Match(e, CONTEXT, "subsystem", "routine HCA async event")
     if generic and cause in (CONTEXT, ERRNO, ""):  # a generic macro: the file that called it decides
         cause, strength = file_cause or "", "subsystem"
     # An errno text on the line reads the failure (ENOSPC in shm, ENOMEM registering IB memory).

@@ -88,6 +88,17 @@ TEXT_RULES: tuple[tuple[str, str, str, str], ...] = (
 # allowed, setting to %d"): the reading is the subsystem's, weak, as FILE_RULES readings are.
 NAMES_ONLY_THE_SUBSYSTEM = frozenset({r"NET/IB|NET/Socket|NET/Plugin|\bIB\b"})
 
+# NCCL <= 2.18 (net_ib.cc ncclIbAsyncThreadMain) printed EVERY HCA async event but COMM_EST in one
+# format, "Got async event : %s" with libibverbs' ibv_event_type_str (libibverbs/verbs.c): only the
+# fatal/error events say the network failed; "port active", "LID change", "GID table change" (RoCE
+# address changes), "P_Key change", "SM change", "client reregistration" are routine (audit 6 M13).
+ASYNC_EVENT_READINGS = {
+    "formats": ["NET/IB : Got async event : %s", "NET/IB : %s:%d Got async event : %s"],
+    "fatal": ["CQ error", "local work queue catastrophic error", "invalid request local work queue error",
+              "local access violation work queue error", "path migration request error",
+              "local catastrophic error", "port error", "SRQ catastrophic error", "WQ fatal"],
+}
+
 ERRNO_READINGS = {  # strerror text -> cause, for entries marked 'errno'
     "shm": {"No space left on device": "shm_exhausted", "Bus error": "shm_exhausted",
             "Cannot allocate memory": "shm_exhausted", "Permission denied": "shm_permissions",
@@ -284,6 +295,7 @@ def main(argv: list[str]) -> int:
         "file_rules": [{"path": rx, "subsystem": s, "cause": c} for rx, s, c in FILE_RULES],
         "errno_readings": ERRNO_READINGS,
         "errno_not_when": ERRNO_NOT_WHEN,
+        "async_event_readings": ASYNC_EVENT_READINGS,
         "cuda_readings": {"readings": CUDA_READINGS, "files": sorted(kernel_files), "why": CUDA_READINGS_WHY},
         "versions": {t: len(v) for t, v in per_version.items()},
         "results": results(repo, NEWEST),
