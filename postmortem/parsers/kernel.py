@@ -94,6 +94,11 @@ _FATAL_SIGNAL = re.compile(r"^(?P<comm>\S+)/(?P<pid>\d+): potentially unexpected
 _MEMORY_FAILURE = re.compile(r"(?:Sending SIGBUS to|Killing) (?P<comm>[^:\s]+):(?P<pid>\d+) due to hardware memory corruption")
 _IB_DRIVER = re.compile(r"^(?P<driver>mlx[45]_(?:core|ib)|ib_\w+|ib\w*|rdma_\w+|mlx5_\w+) (?P<device>\S+?):? (?P<rest>.*)$")
 _IB_TROUBLE = re.compile(r"error|fail|fatal|timeout|down|unrecoverable|health|syndrome|reset", re.I)
+# mlx5_core's command interface (drivers/net/ethernet/mellanox/mlx5/core/cmd.c mlx5_cmd_out_err, older
+# mlx5_cmd_check) logs every firmware command the firmware refused: a tool or agent asked for
+# something unsupported ("status bad operation/parameter ..."), not a fault of the link or HCA
+# (leptonai/gpud#1164; audit 6 M7).  A firmware "internal error" stays a fault.
+_IB_CMD_REJECTED = re.compile(r"^mlx5_cmd_(?:out_err|check):\d+:\(pid \d+\): .*\bfailed, status (?!internal error)")
 _MCE_CORRECTED = re.compile(r"\bCE\b|[Cc]orrected|CMCI|severity: corrected")
 _MCE_UNCORRECTED = re.compile(r"\bUE\b|[Uu]ncorrect|[Ff]atal|recoverable|Killing|Memory failure")
 
@@ -437,7 +442,7 @@ class KernelParser(LineParser):
 
     def _ib(self, line, msg, stamp, extras, base) -> bool:
         m = _IB_DRIVER.match(msg)
-        if m is None or not _IB_TROUBLE.search(m["rest"]):
+        if m is None or not _IB_TROUBLE.search(m["rest"]) or _IB_CMD_REJECTED.match(m["rest"]):
             return False
         self._event(line, "kernel.ib", max(base, Severity.WARNING, key=_rank), stamp, extras,
                     driver=m["driver"], device=m["device"], msg=m["rest"])

@@ -235,3 +235,18 @@ def test_the_gate_is_a_necessary_condition_of_the_prefilter():
     assert not hidden, hidden[:5]
     # and the gate is cheap because it rejects: most lines of a training log fail it
     assert not kernel.GATE_WORDS.search("step 100 loss 2.31 lr 1e-4") and not kernel.GATE_START.match("step 100")
+
+
+def test_a_refused_mlx5_firmware_command_is_no_rdma_fault():
+    """audit 6 M7: mlx5_core logs every firmware command the firmware refused (cmd.c mlx5_cmd_out_err):
+    here a monitoring agent's register query (leptonai/gpud#1164, verbatim) -- not a fault of the HCA."""
+    r = parse_text("x", ["Dec 02 09:56:04 node1 kernel: mlx5_core 0000:d2:00.0: mlx5_cmd_out_err:838:(pid 1441871): "
+                         "ACCESS_REG(0x805) op_mod(0x1) failed, status bad operation(0x2), syndrome (0x9a6171), err(-22)"])
+    assert not kinds(r, "kernel.ib")
+
+
+def test_an_mlx5_health_failure_is_still_an_rdma_fault():
+    # near miss: charmplusplus/charm#2635 (TACC Frontera), the firmware health poller giving up
+    r = parse_text("x", ["[198542.853543] mlx5_core 0000:5e:00.0: device's health compromised - reached miss count"])
+    (ib,) = kinds(r, "kernel.ib")
+    assert ib.data["driver"] == "mlx5_core"
