@@ -47,3 +47,56 @@ def test_without_a_kernel_log_the_free_memory_proves_nothing(tmp_path):
     # near miss: the same ENOMEM and meminfo, no kernel log -- "no OOM kill seen" would prove nothing
     a = _bundle(tmp_path, {"train.log": _MMAP_ENOMEM, "meminfo.txt": _read(_LAB / "meminfo.txt")})
     assert not any(_COUNTER in line for line in a.verdict.trace)
+
+
+# ---------------------------------------------------------------- M6: absence needs NCCL output; SeqNums per group
+
+# XPixelGroup/BasicSR#737: rank 1's watchdog timeout (the first line of the report), no NCCL_DEBUG output
+_TIMEOUTS = "\n".join(
+    f"[rank{r}]:[E626 06:24:44.{frac} ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation "
+    f"timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, Timeout(ms)=600000) ran "
+    f"for {ms} milliseconds before timing out."
+    for r, frac, ms in ((1, "903881913", 600020),)) + "\n"
+# fixtures/corpus/nccl-p2p-iommu-01 nccl.log: one NCCL INFO line (NCCL_DEBUG=INFO was on)
+_NCCL_INFO = "jupyter-vmarkovtsev:15833:15833 [0] NCCL INFO Bootstrap : Using [0]eth0:10.2.3.32<0>\n"
+
+
+def test_no_transport_error_is_no_sign_when_nccl_printed_nothing(tmp_path):
+    a = _bundle(tmp_path, {"train.log": _TIMEOUTS})
+    assert not any("timeout.no_transport_error" in line for line in a.verdict.trace), a.verdict.trace
+
+
+def test_no_transport_error_counts_where_nccl_debug_output_shows_none(tmp_path):
+    # near miss: the same timeouts with NCCL's INFO output in the bundle -- a WARN could have been seen
+    a = _bundle(tmp_path, {"train.log": _NCCL_INFO + _TIMEOUTS})
+    assert any("timeout.no_transport_error" in line for line in a.verdict.trace), a.verdict.trace
+
+
+# sgl-project/sglang#1693's line, its PG, rank and SeqNum EDITED AT TEST TIME (marked): two ranks of a
+# two-rank job, each timed out in a collective of the group it names
+_SGLANG = ("  what():  [PG {pg} Rank {r}] Process group watchdog thread terminated with exception: [Rank {r}] Watchdog "
+           "caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=_ALLGATHER_BASE, NumelIn=19008, "
+           "NumelOut=152064, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n")
+
+
+def test_seqnums_of_different_process_groups_are_not_compared(tmp_path):
+    a = _bundle(tmp_path, {"rank0.log": _SGLANG.format(pg=3, r=0, seq=9141),
+                           "rank1.log": _SGLANG.format(pg=5, r=1, seq=120)})
+    assert not any("timeout.seq_apart" in line for line in a.verdict.trace), a.verdict.trace
+
+
+def test_seqnums_apart_within_one_process_group_still_count(tmp_path):
+    # near miss: both in PG 3, rank 1 two collectives behind
+    a = _bundle(tmp_path, {"rank0.log": _SGLANG.format(pg=3, r=0, seq=9141),
+                           "rank1.log": _SGLANG.format(pg=3, r=1, seq=9139)})
+    assert any("timeout.seq_apart" in line for line in a.verdict.trace), a.verdict.trace
+
+
+def test_the_watchdog_line_s_process_group_is_read():
+    # sgl-project/sglang#1693: the PG is on the watchdog's wrapper of the line
+    from postmortem.parsers import parse_text
+    r = parse_text("x", ["  what():  [PG 3 Rank 5] Process group watchdog thread terminated with exception: [Rank 5] "
+                         "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, "
+                         "NumelIn=19008, NumelOut=152064, Timeout(ms)=600000) ran for 600020 milliseconds before timing out."])
+    (t,) = [e for e in r.sink.events if e.data.get("seq") == "9141"]
+    assert t.data.get("pg_outer") == "3" and t.rank == 5

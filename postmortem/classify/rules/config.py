@@ -295,12 +295,16 @@ class CollectiveTimeout(Rule):
         in different collectives (SeqNum), or work still advancing while they waited, say
         one rank was behind; a timeout with no transport error, no dead process and
         nothing else leans that way too, but never claims alone."""
-        by_rank: dict[int, set[int]] = {}
+        # SeqNums count per process group: compare them only within one group the line names
+        # (a line without its PG -- torch < 2.2 -- cannot be placed in one; audit 6 M6)
+        by_group: dict[str, dict[int, set[int]]] = {}
         for e in timeouts:
-            if e.rank is not None and str(e.data.get("seq", "")).isdecimal():
-                by_rank.setdefault(e.rank, set()).add(int(e.data["seq"]))
-        firsts = {r: min(s) for r, s in by_rank.items()}
-        apart = len(set(firsts.values())) > 1
+            pg = str(e.data.get("pg") or e.data.get("pg_outer") or "")
+            if e.rank is not None and str(e.data.get("seq", "")).isdecimal() and pg.isdecimal():
+                by_group.setdefault(pg, {}).setdefault(e.rank, set()).add(int(e.data["seq"]))
+        group = next((g for g in sorted(by_group) if len({min(s) for s in by_group[g].values()}) > 1), None)
+        firsts = {r: min(s) for r, s in by_group[group].items()} if group is not None else {}
+        apart = bool(firsts)
         advancing = self._advancing(progress, timeouts)
         network = _network_signs(case, k)
         dead = _deaths_not_by_timeout(case, timeouts)
@@ -321,12 +325,12 @@ class CollectiveTimeout(Rule):
         if advancing:
             signs.append(SIGN.timeout_progress_while_waiting)
             why.append(f"the log shows '{advancing[0].data.get('task', '').strip()}' still advancing while ranks waited")
-        if not network and not dead:
+        if not network and not dead and _transport_errors_visible(case, timeouts):
             signs.append(SIGN.timeout_no_transport_error)
             why.append("no transport error and no dead process in the bundle")
         if not signs:
-            trace.append(f"{self.id}: timeouts with a transport error or a dead process beside them: "
-                         "the timeouts are their fallout")
+            trace.append(f"{self.id}: timeouts with a transport error or a dead process beside them (the timeouts are"
+                         " their fallout), or no NCCL debug output that could show one")
             return []
         trace.append(f"{self.id}: no rank known to be missing; straggler signs: {', '.join(s.id for s in signs)}")
         summary = (f"{len(timeouts)} collective timeout(s) on rank(s) {sorted(timed_out) or '?'}: " + "; ".join(why))
@@ -392,6 +396,19 @@ def silent_ranks(world: int, timed_out: set[int], awaited: set[int]) -> list[int
     name), walked lazily and cut at NAMED_SILENT_RANKS whatever the claimed world size."""
     others = (r for r in range(world) if r not in timed_out)
     return sorted(set(islice(others, NAMED_SILENT_RANKS)) | awaited)
+
+
+# what NCCL prints only under NCCL_DEBUG=INFO/WARN (parsers/nccl.py)
+_NCCL_DEBUG_KINDS = frozenset({"nccl.info", "nccl.warn", "nccl.init", "nccl.network", "nccl.transport", "nccl.trace",
+                               "nccl.error_chain", "nccl.abort"})
+
+
+def _transport_errors_visible(case: Case, timeouts: list[Event]) -> bool:
+    """Could the bundle show a transport error at all?  NCCL reports one only under NCCL_DEBUG
+    (none of its output: its absence says nothing, audit 6 M6); gloo raises its transport
+    errors (tcp/pair.cc "Connection closed by peer") in the exception, with no switch."""
+    gloo_only = all(e.kind == KIND.msg_gloo_timeout for e in timeouts)
+    return gloo_only or any(e.kind in _NCCL_DEBUG_KINDS for e in case.events)
 
 
 def _network_signs(case: Case, k) -> list[Event]:
