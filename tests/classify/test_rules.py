@@ -130,11 +130,18 @@ def test_gloo_timeout_with_a_busy_rank_is_a_straggler():
 
 def test_single_rank_timeout_without_world_is_no_claim(tmp_path):
     """Only one rank's line, no way to know the others: neither a stuck collective nor a
-    straggler is claimed; with no transport error it only leans straggler (one weak sign)."""
+    straggler is claimed.  With no NCCL debug output in the bundle no transport error could be
+    seen, so its absence is no sign either (audit 6 M6); with NCCL's INFO output it leans
+    straggler (one weak sign)."""
     b = tmp_path / "b"
     b.mkdir()
     line = (CORPUS / "multi-tokenize-timeout-04/bundle/train.log").read_text().splitlines()[1]
     (b / "rank1.log").write_text(line + "\n")
+    fs, _ = run(rules.CollectiveTimeout(), b)
+    assert fs == []
+    assert analyze(b).verdict.cause == "unknown"
+    # fixtures/corpus/nccl-p2p-iommu-01 nccl.log's Bootstrap INFO line: NCCL_DEBUG=INFO was on
+    (b / "nccl.log").write_text("jupyter-vmarkovtsev:15833:15833 [0] NCCL INFO Bootstrap : Using [0]eth0:10.2.3.32<0>\n")
     fs, _ = run(rules.CollectiveTimeout(), b)
     assert [f.cause for f in fs] == ["straggler_timeout"]
     assert fs[0].strength == "weak" and fs[0].confidence < 0.35
