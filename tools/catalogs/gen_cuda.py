@@ -40,14 +40,17 @@ READINGS: dict[int, tuple[str, str, str]] = {
     98: ("cuda_driver_mismatch", "subsystem", "no kernel image for this GPU (build targets vs GPU)"),
     200: ("cuda_driver_mismatch", "subsystem", "the kernel image is invalid for this device"),
     218: ("cuda_driver_mismatch", "subsystem", "the PTX could not be compiled for this device"),
-    700: ("app_error", "specific", "an illegal memory access in a kernel: the job's own code unless the same GPU repeats or an Xid says hardware"),
+    # Weak, as messages.toml cuda_illegal_access reads the same text (audit 6 M10: one text, one
+    # strength, whoever prints it -- "CUDA error:", THCudaCheck, a CUDA-check macro, an exception):
+    # a kernel's bad pointer or a failing GPU / driver both raise it
+    700: ("app_error", "subsystem", "an illegal memory access in a kernel: the job's own code unless the same GPU repeats or an Xid says hardware"),
     710: ("app_error", "specific", "a device-side assert in the job's kernels (an index out of range, a bad label)"),
     714: ("app_error", "specific", "a kernel's call stack overflowed or was corrupted"),
     # Weak: nothing in a compiled kernel is an illegal instruction; the GPU meets one when code memory
     # or a jump target is corrupt -- a library kernel's bug or a failing GPU alike (messages.toml
     # cuda_illegal_access already reads the same text as a weak sign)
     715: ("app_error", "subsystem", "an illegal instruction in a kernel: a kernel's own bug or a failing GPU (corrupt code memory)"),
-    716: ("app_error", "specific", "a misaligned memory access in a kernel"),
+    716: ("app_error", "subsystem", "a misaligned memory access in a kernel"),  # weak: as 700 (cuda_illegal_access)
     717: ("app_error", "specific", "a kernel used an address in the wrong address space"),
     718: ("app_error", "specific", "a kernel jumped to an invalid program counter"),
     719: ("app_error", "subsystem", "a kernel failed (unspecified): the job's code unless an Xid or repeats on one GPU say hardware"),
