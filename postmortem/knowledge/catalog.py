@@ -393,7 +393,9 @@ def match_message(line: str, catalogs: tuple[str, ...] = ("pytorch", "kernel")) 
             killed = _KILLED_BY.search(line) if name == "pytorch" else None
             if killed and killed.group(1) in data.get("signal_readings", {}):
                 cause, strength, detail = data["signal_readings"][killed.group(1)], "specific", killed.group(1)
-            errno = next(((t, c) for t, c in data.get("errno_readings", {}).get(e.subsystem, {}).items() if t in line), None)
+            errno_readings = {**data.get("errno_entry_readings", {}).get(e.id, {}),
+                              **data.get("errno_readings", {}).get(e.subsystem, {})}
+            errno = next(((t, c) for t, c in errno_readings.items() if t in line), None)
             if errno and cause in (CONTEXT, "nccl_network", "", errno[1]):
                 # a per-attempt warning's errno reads the cause but stays a weak sign
                 weak = e.id in data.get("errno_attempt_entries", ())

@@ -33,6 +33,8 @@ EXPECTED = [
     ("pt.backward_twice", "RuntimeError: Trying to backward through the graph a second time"),
     ("pt.inplace_modified", "RuntimeError: one of the variables needed for gradient computation"),
     ("pt.matmul_dtypes", "RuntimeError: expected m1 and m2 to have the same dtype"),
+    ("pt.default_pg_not_initialized", "ValueError: Default process group has not been initialized"),
+    ("pt.ddp_no_grad_params", "RuntimeError: DistributedDataParallel is not needed when a module"),
     ("pt.ddp_param_shape_mismatch", "RuntimeError: [1]: params[0] in this process with sizes [4, 6]"),
     ("pt.collective_mismatch", "RuntimeError: Detected mismatch between collectives on ranks. Rank 0"),
     ("pt.collective_mismatch", "RuntimeError: Detected mismatch between collectives on ranks. Rank 1"),

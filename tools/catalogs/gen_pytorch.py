@@ -204,6 +204,13 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "app_error", "specific", "backward ran twice over one graph whose saved tensors were already freed: the job's training step"),
     ("pt.inplace_modified", "misuse", WHEEL, "one of the variables needed for gradient computation has been modified by an inplace operation: [",
      "app_error", "specific", "an in-place operation overwrote a tensor autograd saved for backward: the job's model code"),
+    # torch/distributed/distributed_c10d.py _get_default_group: a collective (or DDP) called
+    # before init_process_group in this process -- the job's code or its launch skipped the init.
+    ("pt.default_pg_not_initialized", "misuse", WHEEL, "Default process group has not been initialized, please make sure to call init_process_group.",
+     "app_error", "specific", "the job called a collective or wrapped DDP in a process that never ran init_process_group (its code, or a launch that skips the init branch)"),
+    # torch/nn/parallel/distributed.py DistributedDataParallel.__init__
+    ("pt.ddp_no_grad_params", "misuse", WHEEL, "DistributedDataParallel is not needed when a module doesn't have any parameter that requires a gradient.",
+     "app_error", "specific", "DDP wrapped a module with every parameter frozen (requires_grad=False): the job's model setup"),
     # device mismatch
     # Raised by an operator's device check (ATen TensorIterator / check_all_same_device): alone
     # it leans to the launch's device mapping; raised in the job's own frames it is the code's
@@ -247,6 +254,16 @@ ERRNO_READINGS = {
              # connect(2) got no answer at all (SYNs dropped: a firewall, a wrong address or interface)
              "ETIMEDOUT": "nccl_network", "onnection timed out": "nccl_network",
              "Name or service not known": "nccl_network", "emporary failure in name resolution": "nccl_network"},
+}
+
+# Errno readings that hold for one entry only (tried before the family's): the same errno means
+# different things on different calls.
+ERRNO_ENTRY_READINGS = {
+    # connect(2) EADDRNOTAVAIL: this host could give the socket no local port (the ephemeral range is
+    # used up or reserved: Linux inet_hash_connect) or no source address for the peer's family -- the
+    # connecting host's own network state, never the peer's.  On bind(2) the same errno means the
+    # address asked for is not this host's (a rendezvous address naming another node): not read there.
+    "pt.store_connect_failed": {"EADDRNOTAVAIL": "nccl_network", "annot assign requested address": "nccl_network"},
 }
 
 # c10d/socket.cpp SocketListenOp tries every address of the host and only warns
@@ -340,7 +357,7 @@ def main(argv: list[str]) -> int:
                         "verified_in": verified, "cause": cause, "strength": strength, "why": why})
     out = {"catalog": "pytorch", "upstream": f"torch {version} wheel; https://github.com/pytorch/pytorch @ {PYTORCH_COMMIT[:12]}",
            "version": version, "commit": PYTORCH_COMMIT, "generator": "tools/catalogs/gen_pytorch.py",
-           "signal_readings": SIGNAL_READINGS, "errno_readings": ERRNO_READINGS,
+           "signal_readings": SIGNAL_READINGS, "errno_readings": ERRNO_READINGS, "errno_entry_readings": ERRNO_ENTRY_READINGS,
            "errno_attempt_entries": ERRNO_ATTEMPT_ENTRIES, "entries": entries}
     json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")

@@ -123,11 +123,22 @@ class AppError(Rule):
 
 
 def _assert_caller(stack: Stack) -> Frame | None:
-    """The frame that called glibc's assert failure (the frame after the last __assert_fail*
-    frame), when it is not in the system or GPU runtime; None without such a frame."""
-    names = _param(SIGN.app_native_fault.id, "assert_frames")
+    """The frame whose call glibc aborted on: the caller of its assert failure (the frame after
+    the last __assert_fail* frame), or of the allocator call in which a heap check failed
+    (malloc_printerr: "free(): double free detected in tcache 2", "free(): invalid pointer" --
+    the frame after malloc_printerr and the allocator's own frames), when that caller is not in
+    the system or GPU runtime; None without such a frame."""
     frames = list(stack.frames)
+    names = _param(SIGN.app_native_fault.id, "assert_frames")
     hits = [i for i, f in enumerate(frames) if (f.function or "") in names]
+    heap = _param(SIGN.app_native_fault.id, "heap_check_frames")
+    checks = [i for i, f in enumerate(frames) if (f.function or "") in heap]
+    if checks and (not hits or checks[-1] > hits[-1]):
+        allocator = set(_param(SIGN.app_native_fault.id, "allocator_frames"))
+        i = checks[-1] + 1
+        while i < len(frames) and (frames[i].function or "") in allocator:
+            i += 1
+        hits = [i - 1]
     if not hits or hits[-1] + 1 >= len(frames):
         return None
     caller = frames[hits[-1] + 1]
