@@ -206,6 +206,27 @@ def _expected(pg: str, desc: str, traces: list[RankTrace], present: set[int]) ->
     return tuple(sorted(present))
 
 
+# What torch's Flight Recorder analyser compares between ranks at one collective (torch 2.13
+# torch/distributed/flight_recorder/components/types.py Op.match / dtype_mismatch): input sizes
+# except for all_to_all and scatter, output sizes except for all_to_all and gather (their
+# per-rank sizes differ by design: uneven splits, the root's list), input dtypes except for
+# scatter and broadcast, output dtypes except for gather (audit 6 H11).
+_SIZES_PER_RANK = {"in": ("all_to_all", "scatter"), "out": ("all_to_all", "gather")}
+_DTYPES_PER_RANK = {"in": ("scatter", "broadcast"), "out": ("gather",)}
+
+
+def comparable(op: str, shape: Shape) -> tuple[str, Shape]:
+    """(op, the parts of its shape that must agree across ranks)."""
+    base = op.split(" ", 1)[0]
+    family = "all_to_all" if base.startswith(("all_to_all", "alltoall")) else base
+    if family not in _SIZES_PER_RANK["in"] + _SIZES_PER_RANK["out"] + _DTYPES_PER_RANK["in"]:
+        return op, shape
+    return op, Shape(() if family in _SIZES_PER_RANK["in"] else shape.in_sizes,
+                     () if family in _DTYPES_PER_RANK["in"] else shape.in_dtypes,
+                     () if family in _SIZES_PER_RANK["out"] else shape.out_sizes,
+                     () if family in _DTYPES_PER_RANK["out"] else shape.out_dtypes)
+
+
 class _RankView:
     """One rank's collective entries of one group, ordered by sequence number; looked up by
     offset when the numbers are contiguous (the usual case), else by bisection."""
@@ -226,7 +247,7 @@ class _RankView:
         self.contiguous = bool(seqs) and self.last - self.first == len(seqs) - 1
         # (operation, sizes, dtypes) as one int shared by all ranks, so ranks compare by number
         keys = list(zip([trace.op[i] for i in rows], [trace.shape[i] for i in rows]))
-        local = {key: call_ids.setdefault((trace.strings[key[0]], trace.shapes[key[1]]), len(call_ids))
+        local = {key: call_ids.setdefault(comparable(trace.strings[key[0]], trace.shapes[key[1]]), len(call_ids))
                  for key in set(keys)}
         self.calls = array("i", map(local.__getitem__, keys))
 

@@ -19,7 +19,11 @@ OOM = FIXTURES / "bundles" / "lab-torchrun-oom-cgroup"
 
 
 def _analyze(bundle, tmp_path, *extra, env=None):
-    r = run_cli("analyze", str(bundle), "--html", str(tmp_path / "r.html"), *extra, env=env)
+    return _analyze_to(bundle, tmp_path / "r.html", *extra, env=env)
+
+
+def _analyze_to(bundle, html, *extra, env=None):
+    r = run_cli("analyze", str(bundle), "--html", str(html), *extra, env=env)
     assert r.returncode == 0, r.stderr
     return r.stdout
 
@@ -33,7 +37,23 @@ def test_terminal_shows_the_failing_stack_and_ends_with_verdict_and_report(tmp_p
 
 def test_quiet_prints_one_verdict_line(tmp_path):
     out = _analyze(DEMO, tmp_path, "-q")
-    assert out.splitlines() == [f"CONFIG shm_exhausted (0.62) · report: {tmp_path}/r.html"]
+    assert out.splitlines() == [f"CONFIG shm_exhausted (0.38) on rank 1 · report: {tmp_path}/r.html"]
+
+
+def test_readme_shows_what_the_demo_prints(tmp_path):
+    """README's first command and its printed output stay true: every line of the block that is
+    not an elision (…) is a line `postmortem analyze fixtures/demo/bundle` prints at 90 columns,
+    in the same order, and the last line is the verdict line."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("$ postmortem analyze fixtures/demo/bundle\n", 1)[1].split("```", 1)[0]
+    shown = [line.rstrip() for line in block.splitlines() if line.strip() != "…"]
+    html = tmp_path / "reports" / "demo.html"
+    out = [line.rstrip() for line in _analyze_to(DEMO, html, env={"COLUMNS": "90"}).splitlines()]
+    assert shown[-1] == out[-1].replace(str(html), "reports/demo.html")
+    at = 0
+    for line in shown[:-1]:
+        assert line in out[at:], f"README line not printed (in order): {line!r}"
+        at = out.index(line, at) + 1
 
 
 def test_commands_are_not_wrapped_and_backticks_not_shown_at_80_columns(tmp_path):
@@ -65,9 +85,13 @@ def test_demo_headline_does_not_repeat_itself(tmp_path):
 
 
 def test_separator_lines_are_never_root_evidence(tmp_path):
-    _analyze(DEMO, tmp_path, "--json", str(tmp_path / "v.json"))
-    texts = [e["text"] for e in json.loads((tmp_path / "v.json").read_text())["verdict"]["evidence"]]
-    assert texts and not any("==== backtrace" in t or "most recent call first" in t for t in texts)
+    # a UCX backtrace block (its `==== backtrace` header) and a faulthandler dump (its
+    # `(most recent call first)` header): the real stderr of msr-fiddle/pipedream#76 and the demo
+    for bundle in (CORPUS / "shm-nccl-sigbus-ucx-06" / "bundle", DEMO):
+        _analyze(bundle, tmp_path, "--json", str(tmp_path / "v.json"))
+        v = json.loads((tmp_path / "v.json").read_text())["verdict"]
+        texts = [e["text"] for e in v["evidence"]] + [r["text"] for f in v["alternatives"] for r in f.get("evidence", ())]
+        assert texts and not any("==== backtrace" in t or "most recent call first" in t for t in texts), bundle
 
 
 def test_identical_evidence_lines_are_listed_once_with_a_count():

@@ -168,7 +168,9 @@ def test_corpus_signatures_use_the_current_scheme(corpus_signatures):
 def test_different_true_causes_never_share_a_signature(corpus_signatures):
     # (verdicts that claim nothing share the one 'unknown' group by design: they are what to look at)
     claimed = {c: v for c, v in corpus_signatures.items() if not v[1].startswith(f"{SCHEME}:unknown:")}
-    assert len(claimed) >= len(corpus_signatures) - 3
+    # four corpus cases lean (unknown) under the strict claim policy: a version mismatch, a P2P hang,
+    # CUDA's catch-all 'unknown error' and a lone UCX SIGBUS inside libnccl (audit 6 H5, audit 5 M3)
+    assert len(claimed) >= len(corpus_signatures) - 4
     for (a, (cause_a, sig_a)), (b, (cause_b, sig_b)) in itertools.combinations(claimed.items(), 2):
         if cause_a != cause_b:
             assert sig_a != sig_b, f"{a} ({cause_a}) and {b} ({cause_b}) share {sig_a}"

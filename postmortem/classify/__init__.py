@@ -43,9 +43,16 @@ def run_rules(case: Case, k: Knowledge, trace: list[str]) -> list[Finding]:
 
 
 def _support(findings: list[Finding]) -> float:
+    """The noisy-OR of the findings' confidences; findings that read one failure (signals.toml
+    [failure]) add as one, the most confident of them."""
+    failures = registry().failures
+    best: dict[object, float] = {}
+    for i, f in enumerate(findings):
+        key = failures.get(f.signal or "") or i
+        best[key] = max(best.get(key, 0.0), f.confidence)
     miss = 1.0
-    for f in findings:
-        miss *= 1 - f.confidence
+    for confidence in best.values():
+        miss *= 1 - confidence
     return 1 - miss
 
 
@@ -75,7 +82,7 @@ def _decide(case: Case, k: Knowledge) -> Verdict:
             by_cause[f.cause].append(f)
     counters = _counters(findings, case, trace)
     scores = _scores(by_cause, counters, trace)
-    explained = _explained(scores, k, trace)
+    explained = _explained(scores, k, trace, by_cause)
     contenders = {c: v for c, v in scores.items() if c not in explained}
     # A rival lowers the root's confidence only when something points at it as a root: a
     # cause only its symptoms suggest (a timeout's "the collective was stuck") is no rival.
@@ -197,18 +204,35 @@ EXPLAINS_MIN = LIMIT.explains_min
 EXPLAINS_MARGIN = LIMIT.explains_margin
 
 
-def _explained(scores: dict[str, float], k: Knowledge, trace: list[str]) -> set[str]:
+def _explained(scores: dict[str, float], k: Knowledge, trace: list[str],
+               by_cause: dict[str, list[Finding]] | None = None) -> set[str]:
     """Causes whose signs are fallout of a present, well-supported cause (causes.toml
-    `explains`): an AER before Xid 79 is how the GPU fell off the bus, not a rival."""
+    `explains`): an AER before Xid 79 is how the GPU fell off the bus, not a rival.  A GPU
+    fault explains the job's failure only when the job failed with a GPU error (a CUDA error,
+    a device assert): an exception its own Python code raised is no fallout of the GPU
+    (catalogs/readings.toml [fallout]; audit 6 H10)."""
     out: set[str] = set()
     for cause in sorted(scores, key=lambda c: -scores[c]):
         if cause in out or scores[cause] < EXPLAINS_MIN:
             continue
         for other in k.causes[cause].explains:
+            if (other == "app_error" and by_cause is not None and k.causes[cause].category == "hardware"
+                    and not any(_gpu_error_reading(f) for f in by_cause.get(other, ()))):
+                trace.append(f"resolve: {other} is no fallout of {cause}: the job's failure names no GPU error")
+                continue
             if other in scores and other not in out and scores[other] <= scores[cause] + EXPLAINS_MARGIN:
                 out.add(other)
                 trace.append(f"resolve: {other} ({scores[other]:.2f}) is explained by {cause} ({scores[cause]:.2f})")
     return out
+
+
+def _gpu_error_reading(f: Finding) -> bool:
+    """A finding that reads a GPU error (catalogs/readings.toml [fallout] gpu_error_signals)."""
+    from postmortem.classify.rules.catalog import _readings
+    fallout = _readings()["fallout"]
+    signals = (f.signal or "", *f.signs)
+    return any(s.startswith(tuple(fallout["gpu_error_signal_prefixes"])) or s in fallout["gpu_error_signals"]
+               for s in signals)
 
 
 def _specific_advice(findings: list[Finding], k: Knowledge) -> tuple[str, ...]:
@@ -238,7 +262,11 @@ def _pick_root(by_cause, scores, k, trace) -> str | None:
         return best
     firsts = {c: min((f.first_at for f in by_cause[c] if f.first_at), default=None) for c in contenders}
     if all(firsts.values()):
-        first = min(contenders, key=lambda c: (firsts[c], -scores[c]))
+        # Coming first takes the root only for a cause that could itself be claimed: one below
+        # the claim threshold or resting on one weak sign would turn a claimable verdict into
+        # `unknown` (a kernel log's old OOM kill, discounted, before a SIGBUS).
+        able = [c for c in contenders if c == best or (scores[c] >= MIN_CONFIDENCE and _claimable(by_cause[c], []))]
+        first = min(able, key=lambda c: (firsts[c], -scores[c]))
         if first != best:
             trace.append(f"resolve: {first} happened before {best} and is close in support: root is {first}")
         return first

@@ -27,9 +27,10 @@ def test_corpus_floors_and_no_confident_mistake():
     result = evaluate([ROOT / "fixtures/corpus"])
     n = result["total"]
     # 18/20 categories since audit 5: two NCCL versions not shown to be one run and a stopped NCCL
-    # init (one failure read twice) now lean instead of claiming.  17/20 since audit 6 H5: CUDA's
-    # catch-all "unknown error" alone (hw-gpu-died-cuda-unknown-01) only leans to the GPU
-    assert result["category_correct"] >= 0.85 * n and result["cause_correct"] >= 0.85 * n, (result["category_correct"], result["cause_correct"])
+    # init (one failure read twice) now lean instead of claiming.  Audit 6 H5: CUDA's catch-all
+    # "unknown error" alone (hw-gpu-died-cuda-unknown-01) only leans to the GPU; round 6 (audit 5 M3):
+    # a UCX SIGBUS inside libnccl with nothing else (shm-nccl-sigbus-ucx-06) is one weak sign: 16/20
+    assert result["category_correct"] >= 0.8 * n and result["cause_correct"] >= 0.8 * n, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == n
 
@@ -51,8 +52,10 @@ def test_validation_set_floor():
     # cause with what to collect; before the policy they were claimed tentatively (75/83, 72/83).
     # audit 5 fixes (one fact read twice is one sign, ENOMEM/memlock, versions): 51/83 and 50/83 measured
     # audit 6 H6: an application-fault Xid repeated by runs of one program (or unnamed processes) on
-    # one GPU only leans to the GPU (hw-faulty-gpu-xid31-xid43-08 now leans): 50/83 and 49/83
-    assert result["category_correct"] >= 50 and result["cause_correct"] >= 49, (result["category_correct"], result["cause_correct"])
+    # one GPU only leans to the GPU (hw-faulty-gpu-xid31-xid43-08 now leans); round 6 (audit 5 M3): the
+    # UCX SIGBUS inside libnccl alone (validation7 ucx-sigbus-ncclgroupend-hugectr-01) is one weak sign:
+    # 49/83 and 48/83 measured with both
+    assert result["category_correct"] >= 49 and result["cause_correct"] >= 48, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
 
@@ -105,8 +108,10 @@ def test_validation22_floor():
     # on after its first-seen miss, so it no longer counts as unseen; see the frozen README).
     assert result["total"] == 24
     # strict claim policy (issue 13 §4): 8/23, 7/23 measured (10/23 and 8/23 with tentative claims); 10/23, 9/23 after audit 5;
-    # 11/24, 10/24 with the moved case
-    assert result["category_correct"] >= 11 and result["cause_correct"] >= 10, (result["category_correct"], result["cause_correct"])
+    # 11/24, 10/24 with the moved case; 10/24, 10/24 after audit 6 H3 (a bare "[Errno 12] Cannot
+    # allocate memory" is one weak sign of host_oom: lab4-mlock-cache-memlock, truth memlock_limit, was
+    # claimed host_oom -- the right category by accident -- and now leans)
+    assert result["category_correct"] >= 10 and result["cause_correct"] >= 10, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
 
@@ -149,4 +154,29 @@ def test_third_frozen_split_first_seen_floor():
     assert result["total"] == 25
     assert result["category_correct"] >= 7 and result["cause_correct"] >= 7, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
+    assert result["evidence_ok"] == result["total"]
+
+
+_SWEEP6 = ("gh", "gh2", "lab-a", "lab-b", "lab-c")
+
+
+def test_validation24_floor():
+    """The development half of the sixth blind sweep (fixtures/validation24, see its README):
+    first seen at 6e445e7 with 11/30 categories and 10/30 causes; one confident mistake of cause
+    (an Xid 79 from an overheated GPU read as fallen off the bus, the category right)."""
+    result = evaluate([ROOT / "fixtures/validation24" / g for g in _SWEEP6])
+    assert result["total"] == 30
+    assert result["category_correct"] >= 11 and result["cause_correct"] >= 10, (result["category_correct"], result["cause_correct"])
+    assert set(result["confident_wrong"]) <= {"rtx3080-training-xid79-gddr6x-heat-soak-sw-thermal-slowdown-04"}
+    assert result["evidence_ok"] == result["total"]
+
+
+def test_fourth_frozen_split_first_seen_floor():
+    """The frozen half of the sixth blind sweep (fixtures/frozen/sweep-2026-12f): first seen at
+    6e445e7 with 16/41 categories and 16/41 causes and one confident mistake. Nobody develops
+    against it; the floor only guards against regressions (counts only)."""
+    result = evaluate([ROOT / "fixtures/frozen/sweep-2026-12f" / g for g in _SWEEP6])
+    assert result["total"] == 41
+    assert result["category_correct"] >= 16 and result["cause_correct"] >= 16, (result["category_correct"], result["cause_correct"])
+    assert len(result["confident_wrong"]) <= 1
     assert result["evidence_ok"] == result["total"]

@@ -86,7 +86,8 @@ def test_enomem_whose_call_the_lines_never_name_is_not_read_as_the_memlock_limit
 def test_enomem_with_memlock_unlimited_stays_host_memory(tmp_path):
     # Near miss (the real files, memlock edited to unlimited at test time): the limit cannot refuse.
     v = _bundle(tmp_path, _mlock_files(ulimit_txt="(kbytes, -l) 8192|(kbytes, -l) unlimited"))
-    assert v.cause == "host_oom", v.trace
+    # a bare ENOMEM is one weak sign of host memory (audit 6 H3): it leans there, never to the limit
+    assert v.cause != "memlock_limit" and "host_oom" in v.summary, (v.summary, v.trace)
 
 
 def test_enomem_on_a_host_short_of_memory_is_not_read_as_the_limit(tmp_path):
@@ -335,7 +336,9 @@ def _store(**replace) -> dict[str, str]:
 def test_a_store_server_waiting_for_a_client_that_timed_out_connecting_is_the_network(tmp_path):
     v = _bundle(tmp_path, _store())
     assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
-    assert any(f.rule == "store-server-waited" for f in (v.root, *v.alternatives, *v.symptoms) if f)
+    # the server's wait is one of the two independent signs the claim rests on
+    rests = next(t for t in v.trace if "independent weak signs" in t)
+    assert "net.store_server_waited" in rests, v.trace
 
 
 def test_a_client_timeout_alone_does_not_decide(tmp_path):

@@ -46,7 +46,8 @@ def test_xid_catalog_reads_code_and_gpu():
 
 def test_sigbus_with_nccl_frames_is_shm():
     fs, trace = run(rules.SigbusContext(), CORPUS / "shm-nccl-sigbus-ucx-06/bundle")
-    assert fs and fs[0].cause == "shm_exhausted" and 0.5 < fs[0].confidence < 0.8
+    # A lean, not a claim: NCCL also faults on GPU memory mapped through the BAR (GDRCopy).
+    assert fs and fs[0].cause == "shm_exhausted" and fs[0].strength == "weak" and fs[0].confidence < 0.35
     assert any("inside NCCL code" in t for t in trace)
 
 
@@ -115,7 +116,9 @@ def test_counter_evidence_from_large_shm(tmp_path):
 def test_sigbus_with_a_64m_dev_shm_is_shm():
     """Lab: a main-process SIGBUS (faulthandler) while /dev/shm was a 64 MiB tmpfs."""
     fs, trace = run(rules.SigbusContext(), ROOT / "fixtures/bundles/lab-shm-main-sigbus-core/bundle")
-    assert fs[0].cause == "shm_exhausted" and fs[0].confidence >= 0.75
+    # the size (a container default, weak) and the segments the dead process left (another
+    # observation) are two independent weak signs (audit 6 H2)
+    assert fs[0].cause == "shm_exhausted" and set(fs[0].signs) == {"sigbus.small_shm", "sigbus.shm_segments_left"}
     assert "64 MiB" in fs[0].summary
 
 

@@ -10,7 +10,7 @@ from postmortem.classify.rules.comms import (HostOnlySocketInterface, KernelRdma
                                              RefusedWhilePeerWaited, SilentCollectiveHang, StoreServerWaited)
 from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, EnomemUnderMemlock, HighHostMemoryThenDeath,
                                               KilledWithoutReason, MeasuredLimit, MemoryLimitSet,
-                                              ShmFullInPython, ShmSmallBesideFailure, SigbusContext)
+                                              ShmFullInPython, ShmSmallBesideFailure, SigbusContext, StorePortTaken, ForkEnomem)
 from postmortem.classify.rules.hang import FlightRecorderHang, StacksAtTimeout
 from postmortem.classify.rules.hardware import GpuHealth
 from postmortem.classify.rules.interfaces import InterfaceFaults, TcpConnectionLosses
@@ -42,6 +42,8 @@ RULES: tuple[Rule, ...] = (
     HostOnlySocketInterface(),
     RefusedWhilePeerWaited(),
     StoreServerWaited(),
+    StorePortTaken(),
+    ForkEnomem(),
     InterfaceFaults(),
     TcpConnectionLosses(),
     AppError(),

@@ -6,6 +6,7 @@ from itertools import islice
 import re
 
 from postmortem import signals
+from postmortem import stacks as stacklib
 from postmortem.classify.counter_evidence import (_NETWORK_TEXT, _TEARDOWN, carries_another, effective_shm_size,
                                                   enomem_events)
 from postmortem.classify.rules.app import _traceback_of
@@ -13,7 +14,9 @@ from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of,
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
 from postmortem.model import Case, Event, Ref, Stack
 
-NCCL_FRAME = re.compile(r"nccl|libnccl", re.I)
+# NCCL's own code: its exported/internal functions (ncclGroupEnd, ncclShmOpen, ncclProxyService)
+# or the library they are in -- not c10d's ProcessGroupNCCL, which only calls it.
+NCCL_FRAME = re.compile(r"^_*nccl[A-Z]|libnccl")
 
 SHM_FRAME = re.compile(r"shared_memory|/dev/shm|\bpsm_|_share_(?:fd|filename)_|shm_open|posix_fallocate|MapAllocator|libshm")
 # Python-level calls that create files in /dev/shm: glibc's sem_open (multiprocessing's SemLock,
@@ -83,7 +86,8 @@ class SigbusContext(Rule):
     * the core's fault address inside a /dev/shm file: shared memory exhausted, proven;
     * BUS_MCEERR_*: a hardware memory error;
     * inside NCCL code (NCCL maps its intra-node buffers from /dev/shm; 2.12-2.18 size them
-      sparse, so a full tmpfs surfaces as SIGBUS on first touch): shm exhausted, likely;
+      sparse, so a full tmpfs surfaces as SIGBUS on first touch): shm exhausted, leaning only --
+      NCCL also touches GPU memory mapped through the BAR (GDRCopy), which faults the same way;
     * otherwise the commonest cause in training jobs is still /dev/shm, but weakly."""
 
     id = "sigbus-context"
@@ -106,11 +110,20 @@ class SigbusContext(Rule):
                                      [e], "SIGBUS")]
         # Softer signs, each with its own strength; the strongest one sets the support.
         signs: list[tuple[object, str, tuple[Ref, ...]]] = []
-        nccl_stacks = _stack_mentions(case.stacks, NCCL_FRAME)
-        if nccl_stacks:
+        # Only the stack that died: a peer's watchdog backtrace (ProcessGroupNCCL) printed after
+        # the death is not where the SIGBUS hit (audit 6 M1).
+        crashed = stacklib.crashing(case.stacks, case.events)
+        own = (crashed,) if crashed is not None else ()
+        nccl_stacks = _stack_mentions(own, NCCL_FRAME)
+        segment = _fault_in_nccl_shm_segment(case)
+        if segment:  # the same stack read more precisely: instead of "somewhere in NCCL"
+            name, stack = segment
+            signs.append((SIGN.sigbus_at_nccl_shm_segment, f"it hit in NCCL's {name}, which touches only the /dev/shm "
+                                "segment it has just mapped: the tmpfs had no page to give", (stack.ref,)))
+        elif nccl_stacks:
             signs.append((SIGN.sigbus_in_nccl_code, "it hit inside NCCL code: NCCL's shared-memory segments live in /dev/shm, "
                                 "and an undersized /dev/shm surfaces as SIGBUS on first touch", (nccl_stacks[0].ref,)))
-        shm_stacks = _stack_mentions(case.stacks, SHM_FRAME)
+        shm_stacks = _stack_mentions(own, SHM_FRAME)
         if shm_stacks:
             signs.append((SIGN.sigbus_writing_shm, "the crashing stack is writing shared memory", (shm_stacks[0].ref,)))
         small = [(f, v) for f, v in effective_shm_size(case) if v is not None and v <= LIMIT.small_shm_bytes]
@@ -118,6 +131,10 @@ class SigbusContext(Rule):
             f, v = small[0]
             signs.append((SIGN.sigbus_small_shm, f"/dev/shm is only {v / (1 << 20):.0f} MiB ({f.ref.describe()}), "
                                 "the container default that DataLoader workers and NCCL overflow", (f.ref,)))
+        left = next(iter(events_of(case, KIND.msg_shm_segments_leaked)), None)
+        if left is not None:
+            signs.append((SIGN.sigbus_shm_segments_left, "multiprocessing's resource tracker found shared-memory "
+                                f"segments (/dev/shm) of a process that died ({left.ref.describe()})", (left.ref,)))
         if not signs:
             trace.append(f"{self.id}: SIGBUS without location; weak shm suspicion")
             return [sign_finding(k, SIGN.sigbus_unlocated, self.id,
@@ -127,10 +144,22 @@ class SigbusContext(Rule):
         w = 1 - (1 - signs[0][0].weight) * (LIMIT.second_sign_factor if len(signs) > 1 else 1.0)
         refs = tuple(r for _, _, rs in signs for r in rs)
         trace.append(f"{self.id}: SIGBUS with {len(signs)} shm sign(s): " + "; ".join(t for _, t, _ in signs))
-        # The death by SIGBUS and each place it points at are separate observations.
+        # The death and the stack it died in are one event (signals.toml [failure."sigbus.one_death"]):
+        # only a measurement of the machine (the /dev/shm size) is a second observation.
         return [sign_finding(k, signs[0][0], self.id, "a process died of SIGBUS; " + "; ".join(t for _, t, _ in signs),
                              buses, "SIGBUS", extra_refs=refs, weight=w,
-                             combined=(*(s for s, _, _ in signs[1:]), SIGN.sigbus_unlocated))]
+                             combined=tuple(s for s, _, _ in signs[1:]))]
+
+def _fault_in_nccl_shm_segment(case: Case):
+    """(function, stack) when the crashing stack's own frame -- the first the signature walk
+    keeps past signal delivery and memset/memcpy -- is NCCL's /dev/shm segment setup."""
+    crashed = stacklib.crashing(case.stacks, case.events)
+    kept = stacklib.walk(crashed).frames if crashed else ()
+    names = SIGN.sigbus_at_nccl_shm_segment.params["functions"]
+    if kept and kept[-1] in names:
+        return kept[-1], crashed
+    return None
+
 
 class ShmSmallBesideFailure(Rule):
     """/dev/shm measured at a container default beside a failure whose commonest cause is a
@@ -219,6 +248,10 @@ class CollectiveTimeout(Rule):
             len(timed_out) >= 2 or self._world_size(case) or self._launcher_ranks(case)))
         seqs = [int(e.data["seq"]) for e in timeouts if str(e.data.get("seq", "")).isdecimal()]
         progress = events_of(case, KIND.msg_progress_bar)
+        # "still running" needs a bar that moved (a rising percentage, or printed after the
+        # timeout), and not one of a rank that itself timed out (audit 6 H1): a training
+        # loop's bar printed before the hang is in almost every log.
+        advancing = [p for p in self._advancing(progress, timeouts) if p.rank is None or p.rank not in timed_out]
         busy, waiting = self._dumps(case)
         behind_main = self._waiting_for_main_process(case)
         if behind_main is not None:
@@ -229,17 +262,17 @@ class CollectiveTimeout(Rule):
                        f"({behind_main.ref.describe()}): the main process was still doing the work the others "
                        "wait for (dataset preprocessing, tokenization) when the timeout expired")
             trace.append(f"{self.id}: straggler: the timed-out rank waited in {frame.function}()")
-            seen = ((SIGN.timeout_progress_advancing, bool(progress)),)
-            return [sign_finding(k, SIGN.timeout_waiting_for_main_process, self.id, summary, timeouts + progress[:1],
+            seen = ((SIGN.timeout_progress_advancing, bool(advancing)),)
+            return [sign_finding(k, SIGN.timeout_waiting_for_main_process, self.id, summary, timeouts + advancing[:1],
                                  "timeout", extra_refs=(behind_main.ref,),
                                  combined=tuple(s for s, present in seen if present))]
         if silent and world_known_apart:
             w = (SIGN.timeout_silent_ranks.weight
-                 + (SIGN.timeout_progress_advancing.weight if progress else 0)
+                 + (SIGN.timeout_progress_advancing.weight if advancing else 0)
                  + (SIGN.timeout_rank_busy_elsewhere.weight if busy and waiting else 0))
             why = []
-            if progress:
-                why.append(f"the log shows '{progress[0].data.get('task', '').strip()}' still running")
+            if advancing:
+                why.append(f"the log shows '{advancing[0].data.get('task', '').strip()}' still running")
             if busy and waiting:
                 why.append(f"a stack dump shows a rank in {busy[0].frames[0].function}() while another waits in "
                            f"{waiting[0].frames[0].function}()")
@@ -247,11 +280,11 @@ class CollectiveTimeout(Rule):
             summary = (f"rank(s) {sorted(timed_out)} timed out in {op}"
                        f"{f' (SeqNum {min(seqs)})' if seqs else ''} while rank(s) {silent} never reported a timeout"
                        + (f"; {'; '.join(why)}" if why else ""))
-            trace.append(f"{self.id}: straggler: silent {silent}, progress={bool(progress)}, dumps={bool(busy and waiting)}")
+            trace.append(f"{self.id}: straggler: silent {silent}, progress={bool(advancing)}, dumps={bool(busy and waiting)}")
             extra = tuple(s.ref for s in busy[:1] + waiting[:1])
-            seen = ((SIGN.timeout_progress_advancing, bool(progress)),
+            seen = ((SIGN.timeout_progress_advancing, bool(advancing)),
                     (SIGN.timeout_rank_busy_elsewhere, bool(busy and waiting)))
-            return [sign_finding(k, SIGN.timeout_silent_ranks, self.id, summary, timeouts + progress[:1], "timeout",
+            return [sign_finding(k, SIGN.timeout_silent_ranks, self.id, summary, timeouts + advancing[:1], "timeout",
                                  extra_refs=extra, weight=w, combined=tuple(s for s, present in seen if present),
                                  culprits=tuple(silent))]
         return self._no_rank_missing(case, k, timeouts, timed_out, world, progress, trace)
@@ -307,8 +340,9 @@ class CollectiveTimeout(Rule):
         progress line printed after a timeout in the same file."""
         first = {}
         for t in timeouts:
-            first.setdefault(t.ref.path, t.seq)
-        after = [p for p in progress if p.ref.path in first and p.seq > first[p.ref.path]]
+            first[t.ref.path] = min(first.get(t.ref.path, t.ref.line or 0), t.ref.line or 0)
+        # a later LINE: a bar glued to the front of the timeout's own line was printed before it
+        after = [p for p in progress if p.ref.path in first and (p.ref.line or 0) > first[p.ref.path]]
         by_task: dict[str, list[float]] = {}
         for p in sorted(progress, key=lambda e: e.seq):
             by_task.setdefault(str(p.data.get("task", "")).strip(), []).append(_num(p.data.get("pct")))
@@ -404,8 +438,11 @@ class HighHostMemoryThenDeath(Rule):
         if not high:
             return []
         last = max(high, key=lambda e: e.seq)
+        # a death after the reading (SIGKILL / exit -9, or a launcher line that says a worker
+        # failed or is torn down); not a launcher line that says nothing died -- its start, a
+        # spawn, the job's end, a signal the agent received (audit 6 M4)
         deaths = [e for e in case.events if e.seq > last.seq and (
-            e.kind in _LAUNCHER_KINDS or died_of(e, "SIGKILL"))]
+            e.kind in _LAUNCHER_DEATH_KINDS or died_of(e, "SIGKILL"))]
         if not deaths:
             return []
         pct = _num(last.data.get("pct"))
@@ -421,9 +458,10 @@ class HighHostMemoryThenDeath(Rule):
                              combined=(SIGN.memory_rising,) if rising else ())]
 
 class MemoryLimitSet(Rule):
-    """A host allocation failed or a process was killed while a virtual-memory limit
-    (`ulimit -v`, RLIMIT_AS) was set: the limit, not the machine's RAM, ran out.  Linux
-    overcommits, so a plain malloc rarely fails unless such a limit is in force."""
+    """A host allocation failed while a virtual-memory limit (`ulimit -v`, RLIMIT_AS) was set:
+    the limit, not the machine's RAM, ran out.  Linux overcommits, so a plain malloc rarely
+    fails unless such a limit is in force.  A killed process is not read here: the limit fails
+    allocations, it kills nothing."""
 
     id = "memory-limit-set"
 
@@ -431,10 +469,10 @@ class MemoryLimitSet(Rule):
         limits = [f for f in case.facts if f.name == "ulimit.virtual" and str(f.value).lower() != "unlimited"]
         if not limits:
             return []
-        failures = [e for e in events_of(case, _DEATH_KINDS | {KIND.py_exception, KIND.native_terminate})
-                    if (e.kind in (KIND.py_exception, KIND.native_terminate)
-                        and _catalog_cause(e.text) == SIGN.memory_limit_set.cause)
-                    or (e.kind in _DEATH_KINDS and died_of(e, "SIGKILL"))]
+        # Only an allocation that failed: RLIMIT_AS makes brk/mmap/mremap fail with ENOMEM
+        # (getrlimit.2) and never sends SIGKILL, so a killed process is no sign of it (audit 6 M2).
+        failures = [e for e in events_of(case, {KIND.py_exception, KIND.native_terminate})
+                    if _catalog_cause(e.text) == SIGN.memory_limit_set.cause]
         if not failures:
             return []
         f = limits[0]
@@ -486,6 +524,8 @@ def _cuda_number(version: str) -> int:
 # How a process of the job is seen to die (signals.toml `death`), the kernel's own kills aside.
 _DEATH_KINDS = deaths("fatal_signal", "exit", "exception", "reported")
 _LAUNCHER_KINDS = produced_by("parser:launcher")
+_LAUNCHER_DEATH_KINDS = _LAUNCHER_KINDS - {KIND.launcher_start, KIND.launcher_spawned, KIND.launcher_finished,
+                                           KIND.launcher_cancelled, KIND.launcher_signal_received}
 
 
 class KilledWithoutReason(Rule):
@@ -624,4 +664,57 @@ def _locking_call(case: Case, e: Event) -> str | None:
     return None
 
 
+class StorePortTaken(Rule):
+    """The c10d store's server could not listen on any address, and the bind warnings c10d
+    recorded on the way there say EADDRINUSE: the store's port is held by another process.
+    (c10d prints the warnings per address and the error once all failed: one failure, whose
+    errno is the discriminating part.)"""
+
+    id = "store-port-taken"
+
+    def findings(self, case, k, trace):
+        params = SIGN.store_port_taken.params
+        listen_failed = re.compile(params["listen_failed"])
+        bind_taken = re.compile(params["bind_failed"])
+        errors = [e for e in events_of(case, KIND.msg_c10d_log) if listen_failed.search(e.text or "")]
+        if not errors:
+            return []
+        binds = [e for e in case.events if bind_taken.search(e.text or "") and not listen_failed.search(e.text or "")]
+        for error in errors:
+            before = [e for e in errors if e.ref.path == error.ref.path and (e.ref.line or 0) < (error.ref.line or 0)]
+            since = max((e.ref.line or 0 for e in before), default=0)
+            own = [b for b in binds if b.ref.path == error.ref.path
+                   and since < (b.ref.line or 0) < (error.ref.line or 0) <= (b.ref.line or 0) + int(params["window"])]
+            if own:
+                trace.append(f"{self.id}: {error.ref.describe()} after {len(own)} bind warning(s) with EADDRINUSE "
+                             f"from {own[0].ref.describe()}")
+                return [sign_finding(k, SIGN.store_port_taken, self.id,
+                                     f"the store's server could not listen on any address ({error.ref.describe()}); "
+                                     f"binding its port failed with EADDRINUSE ({own[0].ref.describe()}): another process holds the port",
+                                     [*own, error], "EADDRINUSE")]
+        trace.append(f"{self.id}: the store could not listen, but no bind warning before it names EADDRINUSE")
+        return []
+
+
+class ForkEnomem(Rule):
+    """ENOMEM raised by a fork (multiprocessing starting DataLoader workers, subprocess): the
+    kernel could not commit memory for the child -- host memory, strongly; a bare ENOMEM from
+    an unnamed call stays the weak python_enomem reading (audit 6 H3)."""
+
+    id = "fork-enomem"
+
+    def findings(self, case, k, trace):
+        frames = [re.compile(p) for p in SIGN.mem_fork_enomem.params["fork_frames"]]
+        for e in case.events:
+            if e.kind != KIND.py_exception or "[Errno 12]" not in (e.text or ""):
+                continue
+            stack = _traceback_of(case, e)
+            # the innermost frames (the raise site and its caller): where the call failed
+            inner = [f"{f.file or ''} {f.function or ''}" for f in (stack.frames[:2] if stack else ())]
+            if any(p.search(t) for p in frames for t in inner):
+                trace.append(f"{self.id}: ENOMEM raised by a fork at {e.ref.describe()}")
+                return [sign_finding(k, SIGN.mem_fork_enomem, self.id,
+                                     "a fork failed with ENOMEM: the kernel could not commit memory for the child "
+                                     f"({e.ref.describe()})", [e], "ENOMEM", extra_refs=(stack.ref,))]
+        return []
 

@@ -63,11 +63,17 @@ class FlightRecorderHang(Rule):
         groups = stacklib.group_by_stack(case.stacks)
         out = []
         hung = _hang_signs(case)
+        failed = bool(hung) or any(_death(e) for e in events_of(case, deaths("fatal_signal", "exit")))
         for g in m.groups:
             trace.append(f"{self.id}: {g.summary()}")
-            if g.desyncs:
+            if g.desyncs and failed:
                 out.append(self._desync(g, k, by_ref))
-            elif not hung and not any(_death(e) for e in events_of(case, deaths("fatal_signal", "exit"))):
+            elif g.desyncs:
+                # Dumps of a job that shows no timeout, hang dump or death: ranks that differ at
+                # one collective are a lean until something failed (audit 6 H11).
+                trace.append(f"{self.id}: ranks differ at a collective, but nothing in the bundle failed: a lean")
+                out.append(self._desync(g, k, by_ref, SIGN.flightrec_desync_snapshot))
+            elif not failed:
                 # A dump taken on demand always shows some collective in flight and some rank a
                 # step ahead: without a timeout, a watchdog dump or a death, that is no hang --
                 # only a lean to the rank behind, and a second dump decides.
@@ -84,27 +90,32 @@ class FlightRecorderHang(Rule):
     def _events(refs, by_ref) -> list[Event]:
         return [by_ref[(r.path, r.record)] for r in refs if r is not None and (r.path, r.record) in by_ref]
 
-    def _desync(self, g, k, by_ref):
+    def _desync(self, g, k, by_ref, sign=SIGN.flightrec_desync):
         d = g.desyncs[0]
         refs = (d.ref,) + d.others
         summary = (f"process group {g.pg}: at collective #{d.seq} rank {d.rank} called {d.got} while "
                    f"rank(s) {_ranks([c for c in g.dumped if c != d.rank])} called {d.expected} "
                    f"({d.ref.describe()}){_frames_of(d.ref, g)}")
         events = self._events(refs, by_ref)
-        return sign_finding(k, SIGN.flightrec_desync, self.id, summary, events, "desync",
+        return sign_finding(k, sign, self.id, summary, events, "desync",
                             extra_refs=tuple(r for r in refs if (r.path, r.record) not in by_ref), culprits=(d.rank,))
 
     def _behind(self, g, case: Case, k, by_ref, groups, trace):
-        behind = [b.rank for b in g.behind] + list(g.missing_dumps)
+        # Only a rank whose own dump shows it behind is behind; a rank with no dump is unknown
+        # (not collected, or frozen inside the collective and unable to dump): never a culprit
+        # on absence (audit 6 M8).  A dead rank explains its missing dump, so deaths are looked
+        # for among both.
+        behind = [b.rank for b in g.behind]
+        missing = list(g.missing_dumps)
         frontier_op = next((r.op for r in g.rows if r.seq == g.frontier), "?")
         waiting = (f"rank(s) {_ranks(g.waiting)} waited in collective #{g.frontier} {frontier_op}"
                    f" ({g.waiting_refs[0].describe()})" if g.waiting_refs else "")
         death_kinds = deaths("fatal_signal", "exit", "kernel_kill")
-        died = [e for e in events_of(case, death_kinds) if e.rank in behind and _death(e)]
+        died = [e for e in events_of(case, death_kinds) if e.rank in behind + missing and _death(e)]
         refs = tuple(b.ref for b in g.behind if b.ref) + g.waiting_refs
         events = self._events(refs, by_ref)
         extra = tuple(r for r in refs if (r.path, r.record) not in by_ref)
-        lasts = "; ".join(([f"rank(s) {_ranks(g.missing_dumps)} left no dump"] if g.missing_dumps else [])
+        lasts = "; ".join(([f"rank(s) {_ranks(missing)} left no dump (collect it)"] if missing else [])
                           + [f"rank {b.rank} last entered #{b.last_seq}"
                              + (f" from {_caller(b.frames)}" if b.frames else "")
                              + (f" ({b.ref.describe()})" if b.ref else "") for b in g.behind[:3]])
@@ -115,6 +126,12 @@ class FlightRecorderHang(Rule):
                                 f"rank {d.rank} died ({_death(d)}, {d.ref.describe()}) after its last collective: "
                                 f"{waiting} and it never arrived; {lasts}", [d] + events, "rank-died",
                                 extra_refs=extra, culprits=(d.rank,))
+        if not behind:
+            trace.append(f"{self.id}: every dumped rank waited in #{g.frontier}; rank(s) {missing} left no dump")
+            return sign_finding(k, SIGN.flightrec_dump_missing, self.id,
+                                f"{waiting}; rank(s) {_ranks(missing)} left no Flight Recorder dump: collect "
+                                f"rank(s) {_ranks(missing)}'s dump (or stack) to see whether they were behind",
+                                events, "behind", extra_refs=extra)
         doing, stack_refs = self._doing(behind, groups)
         w = (SIGN.flightrec_rank_behind.weight + (SIGN.flightrec_behind_stack_elsewhere.weight if doing else 0)
              + (SIGN.flightrec_several_waiting.weight if len(g.waiting) >= 2 else 0))

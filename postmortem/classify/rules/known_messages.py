@@ -1,6 +1,7 @@
 """Rules that read the knowledge files: known messages and the Xid catalog."""
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 from postmortem.classify.index import kinds_in
@@ -10,6 +11,7 @@ from postmortem.knowledge.registry import KIND, LIMIT, SIGN
 from postmortem.model import Event
 
 _PATTERN_KINDS_PREFIX = "msg."  # the kinds message patterns emit: msg.<id> (knowledge/messages.toml)
+_NONFATAL = re.compile(r"\bNon-?fatal\b", re.I)
 
 class KnownMessages(Rule):
     """A known message (knowledge/messages.toml) supports the cause it names.
@@ -97,10 +99,17 @@ class XidCatalog(Rule):
             w = info.weight if info.role == "root" else info.weight * LIMIT.symptom_xid_factor
             if len(gpus) == 1 and len(events) > 1:
                 w = _repeat(w, len(events))
+            strength = _xid_strength(info)
+            if strength == "strong" and all(_NONFATAL.search(e.text or "") for e in events):
+                # the driver's own word: NVLink5 Xids (144-150) print "Nonfatal" or "Fatal" per error
+                # (leptonai/gpud#1160/#1174); a Nonfatal one was corrected or is informational (audit 6 H10)
+                strength = "weak"
+                w = min(w, SIGN.xid_not_in_catalog.weight)
+                trace.append(f"{self.id}: Xid {code}: the driver calls every one of these lines Nonfatal")
             trace.append(f"{self.id}: Xid {code} -> {info.cause} ({w:.2f}) {where}")
             out.append(finding(k, info.cause, w, self.id, label, events,
                                "root" if info.role == "root" else "symptom", discriminator=f"xid{code}",
-                               strength=_xid_strength(info)))
+                               strength=strength))
         return out
 
 
