@@ -34,7 +34,8 @@ _TF_CUINIT = "2026-12-01 10:00:00.000001: E tensorflow/stream_executor/cuda/cuda
 CASES = [
     ("darknet oom", lambda: _DARKNET % _msg("cudaErrorMemoryAllocation"), "config", "gpu_oom"),
     ("darknet ecc", lambda: _DARKNET % _msg("cudaErrorECCUncorrectable"), "hardware", "gpu_memory_ecc"),
-    ("darknet illegal address", lambda: _DARKNET % _msg("cudaErrorIllegalAddress"), "config", "app_error"),
+    # an illegal address reads weakly, as messages.toml cuda_illegal_access (audit 6 M10): a device assert claims
+    ("darknet device assert", lambda: _DARKNET % _msg("cudaErrorAssert"), "config", "app_error"),
     ("tf cuInit no device", lambda: _TF_CUINIT % ("CUDA_ERROR_NO_DEVICE", _msg("CUDA_ERROR_NO_DEVICE")), "config", "device_mapping"),
     ("tf cuInit old driver", lambda: _TF_CUINIT % ("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", _msg("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH")),
      "config", "cuda_driver_mismatch"),
@@ -46,6 +47,12 @@ def test_a_cuda_error_line_in_any_spelling_is_read_by_the_catalog(tmp_path, name
     v = _analysis(tmp_path, "stderr.txt", make()).verdict
     assert (v.category.value, v.cause) == (category, cause), v.trace
     assert v.confidence >= 0.5
+
+
+def test_an_illegal_address_in_darknet_s_spelling_leans_to_the_job_s_code(tmp_path):
+    # audit 6 M10: the same text as cuda_illegal_access, the same (weak) strength, whoever printed it
+    v = _analysis(tmp_path, "stderr.txt", _DARKNET % _msg("cudaErrorIllegalAddress")).verdict
+    assert v.cause == "unknown" and "app_error" in v.summary, v.trace
 
 
 def test_a_line_that_only_mentions_cuda_claims_nothing(tmp_path):
