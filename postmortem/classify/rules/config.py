@@ -399,8 +399,8 @@ def silent_ranks(world: int, timed_out: set[int], awaited: set[int]) -> list[int
 
 
 # what NCCL prints only under NCCL_DEBUG=INFO/WARN (parsers/nccl.py)
-_NCCL_DEBUG_KINDS = frozenset({"nccl.info", "nccl.warn", "nccl.init", "nccl.network", "nccl.transport", "nccl.trace",
-                               "nccl.error_chain", "nccl.abort"})
+_NCCL_DEBUG_KINDS = frozenset({KIND.nccl_info, KIND.nccl_warn, KIND.nccl_init, KIND.nccl_network, KIND.nccl_transport,
+                               KIND.nccl_trace, KIND.nccl_error_chain, KIND.nccl_abort})
 
 
 def _transport_errors_visible(case: Case, timeouts: list[Event]) -> bool:
