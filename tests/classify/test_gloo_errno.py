@@ -74,3 +74,58 @@ def test_gloos_own_recv_timeout_is_not_the_abandoned_connection():
     line = ("[rank1]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
             "unbound_buffer.cc:78] Timed out waiting 30000ms for recv operation to complete")
     assert "gloo_established_socket_error" not in _matching(line)
+
+
+# ---------------------------------------------------------------- gloo's remote on a host-only interface
+
+_DOCKER0 = V24 / "lab-a/lab6-docker0-address-advertised/bundle"   # host name -> docker0's 172.17.0.1
+
+
+def _rules(v) -> set[str]:
+    """The rules that reported a finding (their trace lines), merged findings included."""
+    return {line.split(":", 1)[0] for line in v.trace}
+
+
+def test_a_failed_gloo_connect_to_a_bridge_address_is_the_interface_setup(tmp_path):
+    v = _bundle(tmp_path, {"node0.log": _DOCKER0 / "node0.log", "node1_host.txt": _DOCKER0 / "node1_host.txt",
+                           "node1.log": _DOCKER0 / "node1.log"})
+    assert "gloo-host-only-remote" in _rules(v), v.trace
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+    assert "net.gloo_remote_host_only" in (v.root.signs or (v.root.signal,)) or any(
+        "net.gloo_remote_host_only" in line for line in v.trace), v.trace
+
+
+def test_a_failed_gloo_connect_to_an_address_on_a_real_nic_is_not_read_as_host_only(tmp_path):
+    # Near miss: the same failed connects beside another node's real `ip -br addr` whose
+    # addresses are all on its data/management NICs (validation24 lab6-node1-data-nic-no-ipv4).
+    v = _bundle(tmp_path, {"node0.log": _DOCKER0 / "node0.log",
+                           "gpu-b02_ip_addr.txt": _FAMILY / "gpu-b02_ip_addr.txt"})
+    assert "gloo-host-only-remote" not in _rules(v), v.trace
+
+
+# ---------------------------------------------------------------- torchelastic's SignalException is teardown
+
+def test_an_agent_told_to_stop_is_not_a_crashed_peer(tmp_path):
+    # node1.log's real 'SignalException: Process 28507 got signal: 15': the agent received SIGTERM
+    # (api.py _terminate_process_handler) -- a teardown, not a fault its peers' errors follow from.
+    from postmortem.classify.counter_evidence import crashed_peer
+    case = analyze(_copy(tmp_path, {"node1.log": _DOCKER0 / "node1.log"})).case
+    trace: list[str] = []
+    assert crashed_peer(case, trace) == {}, trace
+
+
+def test_a_rank_that_died_of_its_own_exception_is_still_a_crashed_peer(tmp_path):
+    # Near miss: a real rank that died of its own IndexError while its peer saw the pair
+    # closed (fixtures/bundles/lab-torchrun-app-exception, made here) keeps the peer reading.
+    src = V24.parent / "bundles/lab-torchrun-app-exception/bundle/train.log"
+    from postmortem.classify.counter_evidence import crashed_peer
+    case = analyze(_copy(tmp_path, {src.name: src})).case
+    assert crashed_peer(case, []) != {}
+
+
+def _copy(tmp_path: Path, files: dict[str, Path]) -> Path:
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    for name, src in files.items():
+        (bundle / name).write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    return bundle
