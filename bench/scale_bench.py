@@ -4,6 +4,8 @@
     python bench/scale_bench.py --big            # also the 1 GB single file (slow)
     python bench/scale_bench.py --scaling        # also the 64 -> 8,192 ranks table
     python bench/scale_bench.py --only ranks512  # one figure
+    python bench/scale_bench.py --only ranks512 --floor      # also what no parser change removes
+    python bench/scale_bench.py --only ranks512 --callgrind  # also instruction counts (valgrind)
 
 Every bundle is built in a temporary folder from real NCCL lines of the fixtures (rank
 -rewritten host:pid:tid prefixes, as bench/parse_bench.py does) and deleted afterwards:
@@ -231,6 +233,65 @@ def analyze_vs_grep(name: str, bundle: Path, size: int, repeat: int, tmp: Path, 
     return row
 
 
+def floor(bundle: Path, tmp: Path, repeat: int, grep_cpu: float) -> None:
+    """What the 512-rank figure cannot go under whatever the parsers do, as ratios to grep's CPU:
+    the scanning stage's own C work (read, split into lines, count them: scan._counted's
+    floor, in a child) and the fixed cost of an analysis (a bundle of one line of the same
+    files: interpreter, imports, knowledge, report).  With N cores the split is shared, the
+    fixed cost is not."""
+    code = ("import os, sys, time\nfrom collections import Counter\nt = time.process_time()\n"
+            "for name in sorted(os.listdir(sys.argv[1])):\n"
+            "    with open(os.path.join(sys.argv[1], name), 'rb') as f:\n"
+            "        Counter(f.read().split(b'\\n'))\n"
+            "print(time.process_time() - t)\n")
+    split_s = statistics.median(float(subprocess.run([sys.executable, "-c", code, str(bundle)], capture_output=True,
+                                                     text=True, check=True).stdout) for _ in range(max(1, repeat)))
+    one = tmp / "floor-oneline"
+    one.mkdir(exist_ok=True)
+    first = min(bundle.iterdir())
+    with first.open("rb") as f:
+        (one / first.name).write_bytes(f.readline())
+    fixed_s = median_run(PM + ["analyze", str(one), "--html", "-", "--json", str(tmp / "floor.json"), "-q"],
+                         tmp, max(1, repeat))[1]
+    g = max(grep_cpu, 0.01)
+    cores = _cores()
+    print(f"floor     split + count of every line (C) {split_s:5.2f} s CPU = {split_s / g:5.1f}x grep's CPU; "
+          f"fixed cost (one-line bundle) {fixed_s:5.2f} s = {fixed_s / g:5.1f}x; together one process "
+          f"{(split_s + fixed_s) / g:5.1f}x, {cores} cores {(split_s / cores + fixed_s) / g:5.1f}x "
+          f"(the parse, placement, classification and report of the bundle come on top)", flush=True)
+
+
+def callgrind(bundle: Path, tmp: Path, jobs: tuple[int, ...] = (1, 0)) -> None:
+    """Instructions executed (callgrind's Ir: load-independent, unlike wall and CPU on a shared
+    machine) by `analyze` for each J, summed over the processes (a forked worker's count also
+    holds what its parent ran before the fork), and by grep."""
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        print("callgrind  valgrind not installed: skipped", flush=True)
+        return
+
+    def irs(cmd: list[str], tag: str) -> list[int]:
+        out = tmp / f"cg-{tag}"
+        out.mkdir(exist_ok=True)
+        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.%p"] + cmd,
+                       cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        counts = []
+        for f in sorted(out.iterdir()):
+            for line in f.read_text(errors="replace").splitlines():
+                if line.startswith(("summary:", "totals:")):
+                    counts.append(int(line.split()[1]))
+                    break
+        return counts
+
+    grep_ir = sum(irs(["grep", "-rcE", GREP_TOKENS, str(bundle)], "grep"))
+    for j in jobs:
+        got = irs(PM + ["analyze", str(bundle), "--html", "-", "--json", str(tmp / f"cg-{j}.json"), "-q",
+                        "--jobs", str(j)], f"pm{j}")
+        print(f"callgrind --jobs {j}: {sum(got) / 1e9:6.2f} G instructions in {len(got)} process(es) "
+              f"({', '.join(f'{c / 1e9:.2f}' for c in got)}); grep {grep_ir / 1e9:.3f} G", flush=True)
+
+
 def _cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -347,6 +408,9 @@ def main() -> None:
     ap.add_argument("--big-ranks", type=int, default=2048,
                     help="ranks joined into the single file of `big` (2,048: 564 MB; 3,634: 1.0 GB)")
     ap.add_argument("--only", choices=("ranks512", "big", "dense", "small", "startup", "scaling"))
+    ap.add_argument("--floor", action="store_true",
+                    help="ranks512: also the split/count and fixed-cost floor as ratios to grep")
+    ap.add_argument("--callgrind", action="store_true", help="ranks512: also instruction counts (valgrind)")
     ap.add_argument("--steps-of", type=Path, help=argparse.SUPPRESS)   # the scaling table's step timer
     args = ap.parse_args()
     if args.steps_of:
@@ -360,7 +424,11 @@ def main() -> None:
         tmp = Path(t)
         if "ranks512" in want:
             size = build_ranks(tmp / "ranks512", 512)
-            analyze_vs_grep("ranks512", tmp / "ranks512", size, args.repeat, tmp)
+            row = analyze_vs_grep("ranks512", tmp / "ranks512", size, args.repeat, tmp)
+            if args.floor:
+                floor(tmp / "ranks512", tmp, args.repeat, row["grep_cpu"])
+            if args.callgrind:
+                callgrind(tmp / "ranks512", tmp)
             subprocess.run(["rm", "-rf", str(tmp / "ranks512")])
         if "big" in want:
             size = build_single(tmp / "big", args.big_ranks)
