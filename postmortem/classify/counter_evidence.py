@@ -150,6 +150,18 @@ _NETWORK_TEXT = re.compile(r"NCCL|nccl|[Cc]onnection|network|[Gg]loo|[Tt]imed ou
 _CARRIES_ANOTHER = re.compile(r"(?:^|\.)ProcessRaisedException$")
 
 
+# torch/distributed/elastic/multiprocessing/api.py _terminate_process_handler: the agent (or a
+# worker) raises SignalException(f"Process {pid} got signal: {sigval}") when it RECEIVES a death
+# signal (TORCHELASTIC_SIGNALS_TO_HANDLE, default SIGTERM,SIGINT,SIGHUP,SIGQUIT): the process
+# was told to stop -- the same teardown as a death by SIGTERM above, not a fault of its own.
+_GOT_SIGNAL = re.compile(r"(?:^|\.)SignalException\b.*?got signal: (?:Signals\.)?(?P<sig>SIG[A-Z]+|\d{1,2})\b")
+
+
+def _teardown_signal_exception(e: Event) -> bool:
+    m = _GOT_SIGNAL.search(f"{e.data.get('type') or ''} {e.text}")
+    return bool(m) and signals.name_of(m.group("sig")) in _TEARDOWN
+
+
 def carries_another(e: Event) -> bool:
     return bool(_CARRIES_ANOTHER.search(str(e.data.get("type") or "")))
 
@@ -165,6 +177,8 @@ def crashed_peer(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[s
             if name and name not in _TEARDOWN:
                 return _peer_reason(e, name, trace)
         elif e.kind == KIND.py_exception and not _NETWORK_TEXT.search(e.text) and not carries_another(e):
+            if _teardown_signal_exception(e):
+                continue
             return _peer_reason(e, str(e.data.get("type") or "an exception"), trace)
     return {}
 

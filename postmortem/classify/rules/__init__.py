@@ -6,7 +6,7 @@ from __future__ import annotations
 from postmortem.classify.rules.app import AppError
 from postmortem.classify.rules.base import Rule, died_of, finding
 from postmortem.classify.rules.catalog import CatalogReadings
-from postmortem.classify.rules.comms import (HostOnlySocketInterface, KernelRdmaFault, NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
+from postmortem.classify.rules.comms import (GlooHostOnlyRemote, HostOnlySocketInterface, KernelRdmaFault, NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
                                              RefusedWhilePeerWaited, SilentCollectiveHang, StoreServerWaited)
 from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, EnomemUnderMemlock, HighHostMemoryThenDeath,
                                               KilledWithoutReason, MeasuredLimit, MemoryLimitSet,
@@ -40,6 +40,7 @@ RULES: tuple[Rule, ...] = (
     StacksAtTimeout(),
     KernelRdmaFault(),
     HostOnlySocketInterface(),
+    GlooHostOnlyRemote(),
     RefusedWhilePeerWaited(),
     StoreServerWaited(),
     StorePortTaken(),

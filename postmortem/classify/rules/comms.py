@@ -104,6 +104,42 @@ class HostOnlySocketInterface(Rule):
         return [sign_finding(k, sign, self.id, summary, [e for e, _ in hits[:4]], iface)]
 
 
+class GlooHostOnlyRemote(Rule):
+    """A gloo connect that failed to a peer address which an `ip addr` of the bundle puts on a
+    host-local interface (container bridge, veth, libvirt bridge, loopback): the address the
+    peer advertised exists only inside one host.  With the job's lines from two or more hosts
+    the transport's interface choice is the fault (GLOO_SOCKET_IFNAME, /etc/hosts); with one
+    host seen it only leans that way (ranks on one host do reach each other there)."""
+
+    id = "gloo-host-only-remote"
+
+    def findings(self, case, k, trace):
+        local = host_only_interface()
+        if local is None:
+            return []
+        bridged = {str(a).split("/", 1)[0]: (f.value.get("name"), f) for f in case.facts
+                   if f.name == "net.interface" and isinstance(f.value, dict) and local.match(str(f.value.get("name") or ""))
+                   for a in f.value.get("addresses") or ()}
+        if not bridged:
+            return []
+        remote_text = re.compile(SIGN.net_gloo_remote_host_only_multi_host.params["remote"])
+        hits = [(e, m.group("addr")) for e in case.events
+                if e.kind in (KIND.msg_gloo_connect_failed, KIND.msg_gloo_connect_unreachable)
+                for m in [remote_text.search(e.text or "")] if m and m.group("addr") in bridged]
+        if not hits:
+            return []
+        e, addr = hits[0]
+        iface, fact = bridged[addr]
+        hosts = {x.host for x in case.events if x.host}
+        sign = SIGN.net_gloo_remote_host_only_multi_host if len(hosts) >= 2 else SIGN.net_gloo_remote_host_only
+        summary = (f"gloo failed to connect to the peer at {addr} ({e.ref.describe()}), an address of {iface} "
+                   f"({fact.ref.describe()}), an interface that exists only inside its host"
+                   + (f"; the job's lines come from {len(hosts)} hosts, which cannot reach it: set GLOO_SOCKET_IFNAME "
+                      "to the interface the hosts share" if len(hosts) >= 2 else ""))
+        trace.append(f"{self.id}: remote {addr} is on host-only {iface}; hosts seen: {len(hosts)}")
+        return [sign_finding(k, sign, self.id, summary, [x for x, _ in hits[:4]], iface, extra_refs=(fact.ref,))]
+
+
 class SilentCollectiveHang(Rule):
     """nccl-tests that set up its GPUs, printed no result and no error: it hung.
 

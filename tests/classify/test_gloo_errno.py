@@ -1,0 +1,131 @@
+"""What the errno / address family in a gloo transport error says about the network.
+
+Real lines from lab bundles made on this machine (fixtures/validation24, torch 2.13 gloo in
+network namespaces); each reading is tested on the line that motivated it and on a real line
+of another cause that must not fire it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from postmortem.knowledge import load
+from postmortem.run import analyze
+
+V24 = Path(__file__).resolve().parents[2] / "fixtures" / "validation24"
+_FAMILY = V24 / "lab-b/lab6-node1-data-nic-no-ipv4/bundle"     # node 1's data NIC without IPv4
+_FLAP = V24 / "lab-c/lab6-node1-tcp-retries2-short-flap/bundle"  # tcp_retries2=3 + 8 s link loss
+
+
+def _matching(line: str) -> list[str]:
+    return [m.id for m in load().messages
+            if any(k in line for k in m.keywords) and m.regex.search(line)]
+
+
+def _line(path: Path, needle: str) -> str:
+    return next(l for l in path.read_text(encoding="utf-8").splitlines() if needle in l)
+
+
+def _bundle(tmp_path: Path, files: dict[str, Path]):
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    for name, src in files.items():
+        (bundle / name).write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    return analyze(bundle).verdict
+
+
+# ---------------------------------------------------------------- gloo device.cc address families
+
+def test_peers_bound_to_different_address_families_is_the_network_setup(tmp_path):
+    line = _line(_FAMILY / "gpu-b01_torchrun.log", "ss_family")
+    assert _matching(line)[:1] == ["gloo_address_family_mismatch"]
+    v = _bundle(tmp_path, {"gpu-b01_torchrun.log": _FAMILY / "gpu-b01_torchrun.log"})
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+
+
+def test_nccl_family_neither_inet_line_is_not_the_gloo_mismatch():
+    # Near miss: NCCL's socket.cc on an address never set (family 0), a different failure
+    # (NVIDIA/nccl#1267, the report behind corpus nccl-version-mismatch-01).
+    line = "ncclSocketInit: connecting to address with family 0 is neither AF_INET(2) nor AF_INET6(10)"
+    assert "gloo_address_family_mismatch" not in _matching(line)
+
+
+# ---------------------------------------------------------------- gloo pair.cc errno on an established pair
+
+def test_an_established_pair_the_kernel_abandoned_is_the_network(tmp_path):
+    line = _line(_FLAP / "node1.log", "Read error")
+    assert _matching(line)[:1] == ["gloo_established_socket_error"]
+    v = _bundle(tmp_path, {"node1.log": _FLAP / "node1.log"})
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+    assert v.root.signal == "msg.gloo_established_socket_error", v.trace
+
+
+def test_a_reset_by_the_peer_is_not_the_abandoned_connection(tmp_path):
+    # Near miss: the other rank's real 'Read error ...: Connection reset by peer' -- a peer
+    # process that exits resets its connections exactly the same way.
+    line = _line(_FLAP / "node0.log", "Read error")
+    assert "Connection reset by peer" in line
+    assert "gloo_established_socket_error" not in _matching(line)
+    v = _bundle(tmp_path, {"node0.log": _FLAP / "node0.log"})
+    assert not (v.root and v.root.signal == "msg.gloo_established_socket_error"), v.trace
+
+
+def test_gloos_own_recv_timeout_is_not_the_abandoned_connection():
+    # Near miss: unbound_buffer.cc's wait that expired (a straggler prints it as well).
+    line = ("[rank1]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
+            "unbound_buffer.cc:78] Timed out waiting 30000ms for recv operation to complete")
+    assert "gloo_established_socket_error" not in _matching(line)
+
+
+# ---------------------------------------------------------------- gloo's remote on a host-only interface
+
+_DOCKER0 = V24 / "lab-a/lab6-docker0-address-advertised/bundle"   # host name -> docker0's 172.17.0.1
+
+
+def _rules(v) -> set[str]:
+    """The rules that reported a finding (their trace lines), merged findings included."""
+    return {line.split(":", 1)[0] for line in v.trace}
+
+
+def test_a_failed_gloo_connect_to_a_bridge_address_is_the_interface_setup(tmp_path):
+    v = _bundle(tmp_path, {"node0.log": _DOCKER0 / "node0.log", "node1_host.txt": _DOCKER0 / "node1_host.txt",
+                           "node1.log": _DOCKER0 / "node1.log"})
+    assert "gloo-host-only-remote" in _rules(v), v.trace
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+    assert "net.gloo_remote_host_only" in (v.root.signs or (v.root.signal,)) or any(
+        "net.gloo_remote_host_only" in line for line in v.trace), v.trace
+
+
+def test_a_failed_gloo_connect_to_an_address_on_a_real_nic_is_not_read_as_host_only(tmp_path):
+    # Near miss: the same failed connects beside another node's real `ip -br addr` whose
+    # addresses are all on its data/management NICs (validation24 lab6-node1-data-nic-no-ipv4).
+    v = _bundle(tmp_path, {"node0.log": _DOCKER0 / "node0.log",
+                           "gpu-b02_ip_addr.txt": _FAMILY / "gpu-b02_ip_addr.txt"})
+    assert "gloo-host-only-remote" not in _rules(v), v.trace
+
+
+# ---------------------------------------------------------------- torchelastic's SignalException is teardown
+
+def test_an_agent_told_to_stop_is_not_a_crashed_peer(tmp_path):
+    # node1.log's real 'SignalException: Process 28507 got signal: 15': the agent received SIGTERM
+    # (api.py _terminate_process_handler) -- a teardown, not a fault its peers' errors follow from.
+    from postmortem.classify.counter_evidence import crashed_peer
+    case = analyze(_copy(tmp_path, {"node1.log": _DOCKER0 / "node1.log"})).case
+    trace: list[str] = []
+    assert crashed_peer(case, trace) == {}, trace
+
+
+def test_a_rank_that_died_of_its_own_exception_is_still_a_crashed_peer(tmp_path):
+    # Near miss: a real rank that died of its own IndexError while its peer saw the pair
+    # closed (fixtures/bundles/lab-torchrun-app-exception, made here) keeps the peer reading.
+    src = V24.parent / "bundles/lab-torchrun-app-exception/bundle/train.log"
+    from postmortem.classify.counter_evidence import crashed_peer
+    case = analyze(_copy(tmp_path, {src.name: src})).case
+    assert crashed_peer(case, []) != {}
+
+
+def _copy(tmp_path: Path, files: dict[str, Path]) -> Path:
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    for name, src in files.items():
+        (bundle / name).write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    return bundle
