@@ -100,3 +100,44 @@ def test_the_watchdog_line_s_process_group_is_read():
                          "NumelIn=19008, NumelOut=152064, Timeout(ms)=600000) ran for 600020 milliseconds before timing out."])
     (t,) = [e for e in r.sink.events if e.data.get("seq") == "9141"]
     assert t.data.get("pg_outer") == "3" and t.rank == 5
+
+
+# ---------------------------------------------------------------- L7: an Xid line has one reader
+
+# this project's fixtures (audit probe p20): a real Xid 79 line, ctime form
+_XID79 = ("[Tue Apr 15 16:50:03 2025] NVRM: Xid (PCI:0000:02:00): 79, pid='<unknown>', name=<unknown>, "
+          "GPU has fallen off the bus.\n")
+
+
+def test_an_xid_79_line_is_read_by_the_xid_catalog_only(tmp_path):
+    a = _bundle(tmp_path, {"dmesg.txt": _XID79})
+    assert not any(line.startswith("known-messages: gpu_fell_off_bus x") for line in a.verdict.trace), a.verdict.trace
+    assert a.verdict.cause == "gpu_fell_off_bus" and a.verdict.confidence < 0.95
+
+
+def test_the_driver_s_own_fell_off_the_bus_line_is_still_the_message_pattern_s(tmp_path):
+    # near miss: messages.toml gpu_fell_off_bus's sample (corpus xid79-fell-off-bus-01), no Xid on the line
+    a = _bundle(tmp_path, {"dmesg.txt": "[1084456.074566] NVRM: GPU 0000:09:00.0: GPU has fallen off the bus.\n"})
+    assert any(line.startswith("known-messages: gpu_fell_off_bus x") for line in a.verdict.trace), a.verdict.trace
+
+
+# ---------------------------------------------------------------- L6: fallout words are whole words
+
+def _fallout_text():
+    import re
+    from postmortem.knowledge.registry import SIGN
+    return re.compile("|".join(SIGN.app_exception.params["fallout_text"]))
+
+
+def test_an_own_code_error_about_a_restore_is_no_communication_fallout():
+    # GENERATED (the audit's probe p21, hand-written and marked): exercises the fallout_text words only
+    assert not _fallout_text().search("ValueError: checkpoint /ckpt/step_1000.pt has no 'model' key; cannot restore")
+    assert not _fallout_text().search("KeyError: 'datastore'")
+
+
+def test_torch_s_store_barrier_timeout_is_still_fallout():
+    # near miss: fixtures/validation21/ezflow-ddp-spawn-rank-from-config-store-barrier-timeout-16 stderr.txt
+    line = ("RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: "
+            "store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:30:00)")
+    assert _fallout_text().search(line)
+    assert _fallout_text().search("RuntimeError: [c10d] TCPStore connect failed")  # GENERATED: the store's own name

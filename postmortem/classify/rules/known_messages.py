@@ -24,10 +24,17 @@ class KnownMessages(Rule):
         by_pattern: dict[str, list[Event]] = {kind[len(_PATTERN_KINDS_PREFIX):]: events_of(case, kind)
                                               for kind in kinds_in(case) if kind.startswith(_PATTERN_KINDS_PREFIX)}
         patterns = {m.id: m for m in k.messages}
+        # one producer per line: an Xid line is the Xid catalog's (xid-catalog reads it); a message
+        # pattern matching the same line ("GPU has fallen off the bus" in an Xid 79) would read it twice
+        by_catalog = {(e.ref.path, e.ref.line) for e in events_of(case, KIND.kernel_xid)}
         out = []
         for pid, events in by_pattern.items():
             m = patterns.get(pid)
             if m is None or m.cause in ("", "xid") or m.weight <= 0:
+                continue
+            events = [e for e in events if (e.ref.path, e.ref.line) not in by_catalog]
+            if not events:
+                trace.append(f"{self.id}: {m.id}: every line is an Xid line the Xid catalog reads (audit 6 L7)")
                 continue
             w = min(_repeat(m.weight, len(events)), m.weight_cap)
             # What the line itself said (the headline adds the cause's title; never the pattern id).
