@@ -319,3 +319,18 @@ def test_a_multi_line_warn_is_matched_by_its_first_printed_line():
     assert m is not None and "Multicast memory" in m.entry.name and m.cause == "nvls_fabric"
     # a different continuation on the same line is not that entry's first line
     assert C.match_nccl(line[:-1] + " and more.") is None or "Multicast" not in C.match_nccl(line[:-1] + " and more.").entry.name
+
+
+def test_nccl_peer_closed_the_socket_is_weak_connect_failure_is_not():
+    # misc/socket.cc socketProgressOpt prints "Connection closed by remote peer" when recv()
+    # returns 0: a crashed peer process causes it as much as a network fault, so the generated
+    # reading is weak ("subsystem"); a connect that failed keeps its specific reading.
+    import json
+    from pathlib import Path
+    entries = json.loads((Path(__file__).resolve().parents[1] / "postmortem/knowledge/catalogs/nccl.json").read_text())
+    entries = entries.get("entries", entries) if isinstance(entries, dict) else entries
+    entries = list(entries.values()) if isinstance(entries, dict) else entries
+    closed = [e for e in entries if isinstance(e, dict) and "Connection closed by remote peer" in str(e.get("format", ""))]
+    assert closed and all(e["strength"] == "subsystem" and e["cause"] == "nccl_network" for e in closed)
+    connect = [e for e in entries if isinstance(e, dict) and str(e.get("format", "")).startswith("Connect to %s failed")]
+    assert connect and all(e["strength"] == "specific" for e in connect)

@@ -68,7 +68,11 @@ TEXT_RULES: tuple[tuple[str, str, str, str], ...] = (
     (r"ibv_reg_mr|ibv_reg_dmabuf_mr|reg_mr|dmabuf", "ib", "errno", "IB memory registration failed: read the errno text"),
     (r"NCCL_SOCKET_IFNAME|NCCL_IB_HCA|NCCL_OOB_NET_IFNAME|no socket interface|No usable listening interface|neither AF_INET|interface found|verify NCCL_", "socket", "nccl_network", "no usable network interface for the settings given"),
     (r"NCCL_COMM_ID", "socket", "nccl_network", "bad NCCL_COMM_ID"),
-    (r"Connection refused|Connection reset|Connection closed|closed by remote|remote process exited|socketProgress|socketPoll|socketFinalizeAccept|socketConnect|Connect to .* failed|connect.* failed|Accept failed|accept failed|Net : Connection|peer.*closed", "socket", "nccl_network", "a socket connection to a peer failed"),
+    # misc/socket.cc socketProgressOpt: recv() returning 0 -> "Connection closed by remote peer",
+    # ECONNRESET/EPIPE -> "Connection reset by peer" -- what every rank prints when a PEER PROCESS
+    # dies, as much as when the network fails: weak (PEER_FALLOUT below).
+    (r"Connection reset|Connection closed|closed by remote|remote process exited|peer.*closed", "socket", "nccl_network", "a peer closed or reset the connection (a crashed peer prints it as much as a network fault)"),
+    (r"Connection refused|socketProgress|socketPoll|socketFinalizeAccept|socketConnect|Connect to .* failed|connect.* failed|Accept failed|accept failed|Net : Connection", "socket", "nccl_network", "a socket connection to a peer failed"),
     (r"NET/IB|NET/Socket|NET/Plugin|\bIB\b", "", "nccl_network", "an IB or socket transport failure"),
     (r"NVLS|nvls|[Mm]ulticast|cuMulticast|IMEX|[Ff]abric|MNNVL", "nvls", "nvls_fabric", "NVLS / multicast / fabric setup failed"),
     (r"P2P|p2p|peer access|cudaIpc|IPC handle|ipc", "", "nccl_p2p", "a peer-to-peer (CUDA IPC / NVLink / PCIe) path failed"),
@@ -87,6 +91,12 @@ TEXT_RULES: tuple[tuple[str, str, str, str], ...] = (
 # symbols. Advance features ... will be disabled", "NCCL_SOCKET_NTHREADS is greater than the maximum
 # allowed, setting to %d"): the reading is the subsystem's, weak, as FILE_RULES readings are.
 NAMES_ONLY_THE_SUBSYSTEM = frozenset({r"NET/IB|NET/Socket|NET/Plugin|\bIB\b"})
+
+# Text rules for what a rank prints when its PEER went away: the socket closed or reset under it.
+# A dead peer process and a failed network print the same words, so the reading is weak: it
+# leans to the network and needs a second, independent sign (audit 6, fixer2's check of
+# misc/socket.cc socketProgressOpt).
+PEER_FALLOUT = frozenset({r"Connection reset|Connection closed|closed by remote|remote process exited|peer.*closed"})
 
 # NCCL <= 2.18 (net_ib.cc ncclIbAsyncThreadMain) printed EVERY HCA async event but COMM_EST in one
 # format, "Got async event : %s" with libibverbs' ibv_event_type_str (libibverbs/verbs.c): only the
@@ -200,7 +210,7 @@ def reading(path: str, fmt: str) -> dict:
     sub, file_cause = next((s, c) for rx, s, c in FILE_RULES if re.search(rx, path))
     for rx, tsub, cause, why in TEXT_RULES:
         if re.search(rx, words):
-            strength = "subsystem" if rx in NAMES_ONLY_THE_SUBSYSTEM else "specific"
+            strength = "subsystem" if rx in NAMES_ONLY_THE_SUBSYSTEM | PEER_FALLOUT else "specific"
             return {"subsystem": tsub or sub, "cause": cause, "strength": strength, "why": why}
     if not file_cause:
         return {"subsystem": sub, "cause": "", "strength": "none", "why": f"source file {path}: no rule yet"}
