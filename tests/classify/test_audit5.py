@@ -394,3 +394,22 @@ def test_a_server_wait_without_a_time_does_not_pair_with_a_client_failure(tmp_pa
     server = next(line for line in _read(_STORE / "node0.log").splitlines() if "waiting for clients" in line)
     a = _bundle(tmp_path, {"node0.log": server + "\n", "node1.log": _read(_STORE / "node1.log")})
     assert not _store_signs(a.case)
+
+
+def test_two_versions_printed_close_in_time_only_word_the_lean():
+    # Audit 6 L5: banners within the rendezvous window are a bound, not a proof of one run (a rerun
+    # minutes after `pip install -U` fits it too). The two real banners of nccl-version-mismatch-01,
+    # placed 120 s apart at test time.
+    from datetime import datetime, timedelta, timezone
+    from postmortem.classify.rules.comms import _close_in_time, _one_run
+    from postmortem.model import Basis, Event, Ref, When
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    lines = [l for p in sorted(_MISMATCH_CASE.iterdir()) for l in _read(p).splitlines() if l.startswith("NCCL version")][:2]
+    evs = {f"v{i}": [Event(kind="nccl.version", text=l, ref=Ref(path=f"n{i}.log", line=1, text=l),
+                           when=When(t0 + timedelta(seconds=120 * i), Basis.MEASURED))] for i, l in enumerate(lines)}
+    assert "120 s apart" in _close_in_time(evs)
+
+    class _NoInits:
+        events = ()
+        stacks = ()
+    assert _one_run(_NoInits(), evs) == ""
