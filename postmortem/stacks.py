@@ -363,3 +363,11 @@ def group_by_stack(stacks: Iterable[Stack], depth: int = 6) -> list[StackGroup]:
     out = [StackGroup(key, tuple(r for r, _ in members), tuple(s for _, s in members), _where(members[0][1], lists))
            for key, members in groups.items()]
     return sorted(out, key=lambda g: (-len(g.ranks), g.ranks))
+
+
+def traceback_of(stacks: Iterable[Stack], e: Event) -> Stack | None:
+    """The Python traceback that ends in this exception line: the last one printed before it in
+    the same file."""
+    before = [s for s in stacks if s.origin == "traceback" and s.ref.path == e.ref.path
+              and (s.ref.line or 0) <= (e.ref.line or 0)]
+    return max(before, key=lambda s: s.ref.line or 0) if before else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from postmortem import signals
+from postmortem.stacks import traceback_of
 from postmortem.classify.index import events_of
 from postmortem.knowledge.registry import COUNTER, KIND, LIMIT, SIGN, deaths, produced_by
 from postmortem.model import Case, Event, Fact, Finding, Ref
@@ -272,14 +273,8 @@ def enomem_events(case: Case) -> list[Event]:
     if not out:
         return out
     not_from = re.compile("|".join(SIGN.limits_enomem_in_locking_call.params.get("not_locking", ())) or r"(?!)")
-    return [e for e in out if not any(not_from.search(f"{f.file or ''} {f.function or ''}") for f in _traceback_frames(case, e))]
-
-
-def _traceback_frames(case: Case, e: Event):
-    """The frames of the traceback printed last before this line in its file."""
-    before = [s for s in case.stacks if s.origin == "traceback" and s.ref.path == e.ref.path
-              and (s.ref.line or 0) <= (e.ref.line or 0)]
-    return max(before, key=lambda s: s.ref.line or 0).frames if before else ()
+    return [e for e in out if not any(not_from.search(f"{f.file or ''} {f.function or ''}")
+                                      for f in getattr(traceback_of(case.stacks, e), "frames", ()))]
 
 
 def enomem_with_memory_free(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:

@@ -221,10 +221,8 @@ def _who(e: Event) -> str:
 
 
 def _traceback_of(case: Case, e: Event) -> Stack | None:
-    """The traceback that ends in this exception line: the last one printed before it in the same file."""
-    before = [s for s in case.stacks if s.origin == "traceback" and s.ref.path == e.ref.path
-              and (s.ref.line or 0) <= (e.ref.line or 0)]
-    return max(before, key=lambda s: s.ref.line or 0) if before else None
+    """The traceback that ends in this exception line (stacks.traceback_of)."""
+    return stack_code.traceback_of(case.stacks, e)
 
 
 def _frame_text(f: Frame) -> str:

@@ -722,8 +722,8 @@ class ForkEnomem(Rule):
 
     def findings(self, case, k, trace):
         frames = [re.compile(p) for p in SIGN.mem_fork_enomem.params["fork_frames"]]
-        for e in case.events:
-            if e.kind != KIND.py_exception or "[Errno 12]" not in (e.text or ""):
+        for e in events_of(case, KIND.py_exception):
+            if "[Errno 12]" not in (e.text or ""):
                 continue
             stack = _traceback_of(case, e)
             # the innermost frames (the raise site and its caller): where the call failed
