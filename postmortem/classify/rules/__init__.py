@@ -12,7 +12,7 @@ from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout,
                                               KilledWithoutReason, MeasuredLimit, MemoryLimitSet,
                                               ShmFullInPython, ShmSmallBesideFailure, SigbusContext, StorePortTaken, ForkEnomem)
 from postmortem.classify.rules.hang import FlightRecorderHang, StacksAtTimeout
-from postmortem.classify.rules.hardware import GpuHealth
+from postmortem.classify.rules.hardware import GpuHealth, ThermalBeforeBusLoss
 from postmortem.classify.rules.interfaces import InterfaceFaults, TcpConnectionLosses
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
 
@@ -28,6 +28,7 @@ RULES: tuple[Rule, ...] = (
     SilentCollectiveHang(),
     KilledWithoutReason(),
     GpuHealth(),
+    ThermalBeforeBusLoss(),
     QuietPcieTopology(),
     HighHostMemoryThenDeath(),
     MemoryLimitSet(),
