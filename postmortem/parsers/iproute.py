@@ -15,6 +15,10 @@ The shapes (iproute2 ip/ipaddress.c print_linkinfo, print_link_stats):
           40148072    1571      0      33       0       0
 
     eth0@if29        UP             10.93.0.1/24 fe80::d825:7aff:fe71:d25b/64      (-br)
+
+A bridge port (`bridge -d link show`, `ip -d link` of a port) also gets `master`, `port_state`
+(its STP state) and `port_options` (`learning`, `flood` ... on/off); `bridge fdb show` lines
+become Facts `net.fdb_entry` (mac, dev, dst, master, self, state).
 """
 from __future__ import annotations
 
@@ -24,6 +28,10 @@ from postmortem.parsers.base import Line
 from postmortem.parsers.system_base import Block, LineFormat, parse, tree_tokens
 
 FACT = "net.interface"
+FDB_FACT = "net.fdb_entry"
+# STP port states as iproute2 bridge/link.c port_states[] prints them
+_PORT_STATES = frozenset({"disabled", "listening", "learning", "forwarding", "blocking"})
+_OPTIONS = re.compile(r"^\s+(?:[a-z_]+ (?:on|off)\s+){2,}")
 _INDEX = re.compile(r"^\d+: ")
 
 
@@ -58,6 +66,10 @@ class IpLinkBlock(Block):
         self.info = {"name": _name(tokens["IP_IFNAME"]), "flags": flags, "state": pairs.get("state", ""),
                      "mtu": int(mtu) if mtu.isdecimal() else None, "carrier": "NO-CARRIER" not in flags,
                      "admin_up": "UP" in flags, "addresses": [], "counters": {}}
+        if pairs.get("master") and pairs.get("state") in _PORT_STATES:
+            # `bridge link` / `ip link` of a bridge port: `master br0 state forwarding` is the
+            # port's STP state (net/bridge/br_private.h BR_STATE_*), not the link's operstate
+            self.info["master"], self.info["port_state"] = pairs["master"], pairs["state"]
         self._columns: list[str] | None = None   # the statistics header waiting for its row
 
     def feed(self, line: Line) -> bool:
@@ -67,6 +79,10 @@ class IpLinkBlock(Block):
         words = text.split()
         if words[0] in ("inet", "inet6") and len(words) > 1:
             self.info["addresses"].append(words[1])
+            return True
+        if self.info.get("master") and _OPTIONS.match(text):
+            # `bridge -d link`: `hairpin off guard off ... learning off flood off ...` (bridge/link.c print_onoff)
+            self.info["port_options"] = dict(zip(words[::2], words[1::2]))
             return True
         if self._columns is not None:
             row = parse("ip_stats_row", text)
@@ -103,9 +119,25 @@ def brief(parser, line: Line, tree) -> bool:
     return True
 
 
+def fdb_entry(parser, line: Line, tree) -> bool:
+    """`bridge fdb show`: one forwarding entry (iproute2 bridge/fdb.c print_fdb): the MAC, the
+    port (`dev`), `dst` (a VXLAN remote), `master`/`self`, and its state: `permanent` (a local
+    address of the bridge or port, NUD_PERMANENT), `static` (added by hand, NUD_NOARP), none
+    (learned)."""
+    words = [str(t) for t in tree_tokens(tree)]
+    pairs = dict(zip(words[1::2], words[2::2])) if len(words) > 2 else {}
+    flags = set(words[1:])
+    parser.sink.fact(line, FDB_FACT, {"mac": words[0].lower(), "dev": pairs.get("dev", ""), "dst": pairs.get("dst", ""),
+                                      "master": pairs.get("master", ""), "self": "self" in flags,
+                                      "state": "permanent" if "permanent" in flags else "static" if "static" in flags else ""},
+                     text=line.text.strip())
+    return True
+
+
 BLOCKS = (IpLinkBlock,)
 # the state column, then an address (v4 or v6 with a prefix length), a MAC (-br link), or nothing
 LINE_FORMATS = (
+    LineFormat("bridge_fdb", re.compile(r"^(?:[0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2} dev \S+"), fdb_entry),
     LineFormat("ip_brief", re.compile(r"^[^\s:]+\s+(?:UP|DOWN|UNKNOWN|LOWERLAYERDOWN|DORMANT|NOTPRESENT|TESTING)"
                                       r"(?:\s+(?:[0-9a-fA-F.:]+/\d{1,3}|(?:[0-9a-f]{2}:){5}[0-9a-f]{2})\b.*|\s*)$"), brief),
 )

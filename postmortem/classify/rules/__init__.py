@@ -13,7 +13,7 @@ from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout,
                                               ShmFullInPython, ShmSmallBesideFailure, SigbusContext, StorePortTaken, ForkEnomem)
 from postmortem.classify.rules.hang import FlightRecorderHang, StacksAtTimeout
 from postmortem.classify.rules.hardware import GpuHealth, ThermalBeforeBusLoss
-from postmortem.classify.rules.interfaces import InterfaceFaults, TcpConnectionLosses
+from postmortem.classify.rules.interfaces import BridgePortDiscards, FirewallDiscards, InterfaceFaults, TcpConnectionLosses
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
 
 RULES: tuple[Rule, ...] = (
@@ -48,6 +48,8 @@ RULES: tuple[Rule, ...] = (
     ForkEnomem(),
     InterfaceFaults(),
     TcpConnectionLosses(),
+    BridgePortDiscards(),
+    FirewallDiscards(),
     AppError(),
 )
 

@@ -14,7 +14,8 @@ from postmortem.classify.rules.comms import host_only_interface
 from postmortem.classify.rules.config import TIMEOUT_KINDS
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN
 from postmortem.model import Case, Fact
-from postmortem.parsers.iproute import FACT
+from postmortem.parsers.iproute import FACT, FDB_FACT
+from postmortem.parsers.iptables import FACT as FIREWALL_FACT
 from postmortem.parsers.ss import FACT as TCP_FACT
 
 # iproute2 print_link_stats column names (ip -s link, "RX:"/"TX:" rows) whose non-zero value
@@ -245,3 +246,108 @@ def _losing(conn: dict) -> bool:
     lost = info.get("lost")
     in_flight = conn.get("send_q", 0) > 0 or (isinstance(info.get("unacked"), int) and info["unacked"] > 0)
     return isinstance(lost, int) and lost > 0 and in_flight and conn.get("state") in ("", "ESTAB")
+
+
+class BridgePortDiscards(Rule):
+    """A switch port (a Linux bridge port as `bridge -d link` prints it: Cumulus, SONiC and
+    host bridges alike) that cannot deliver unicast to the host behind it, beside collectives
+    that timed out: the path stayed up and silently discarded the traffic, so the job saw
+    nothing but collectives waiting past their timeout.
+
+    Linux net/bridge: a port forwards only in STP state forwarding (br_forward.c
+    should_deliver -> br_allowed_egress / p->state == BR_STATE_FORWARDING; listening,
+    learning and blocking ports drop); and with learning off (BR_LEARNING clear: br_fdb_update
+    is skipped, no entry for the host is learned) and unicast flood off (BR_FLOOD clear:
+    br_flood skips the port for unknown unicast) a host reachable only through that port gets
+    frames only for MACs the forwarding table holds for it by hand -- so it counts only when the
+    bundle's `bridge fdb` shows no learned or static entry on that port (permanent entries are
+    the port's own addresses).  'disabled' (the link is down) is the link-down reading's, not
+    this one.  The timeouts are cited as what it explains, never counted (audit 4 H2)."""
+
+    id = "bridge-port-discards"
+
+    def findings(self, case, k, trace):
+        timeouts = events_of(case, TIMEOUT_KINDS)
+        if not timeouts:
+            return []
+        params = SIGN.net_bridge_port_discards.params
+        ports = [f for f in case.facts if f.name == FACT and isinstance(f.value, dict) and f.value.get("master")]
+        if not ports:
+            return []
+        fdb = [f.value for f in case.facts if f.name == FDB_FACT and isinstance(f.value, dict)]
+        bad: list[tuple[Fact, str]] = []
+        for f in ports:
+            info = f.value
+            options = info.get("port_options") or {}
+            if info.get("port_state") in params["blocking_states"]:
+                bad.append((f, f"STP state {info['port_state']}"))
+            elif all(options.get(o) == "off" for o in params["no_delivery_options"]):
+                port = str(info.get("name"))
+                entries = [e for e in fdb if e.get("dev") == port]
+                if not entries:
+                    trace.append(f"{self.id}: port {port} has {', '.join(o + ' off' for o in params['no_delivery_options'])}"
+                                 " but the bundle holds no `bridge fdb` of it: a static entry may deliver")
+                    continue
+                if any(not e.get("self") and e.get("state") != "permanent" for e in entries):
+                    continue   # a learned or static entry for a host behind the port: frames reach it
+                bad.append((f, ", ".join(o + " off" for o in params["no_delivery_options"])
+                            + " and no learned or static forwarding entry on it"))
+        if not bad:
+            return []
+        f, why = bad[0]
+        summary = (f"switch port {f.value['name']} (bridge {f.value['master']}) cannot deliver unicast to the host "
+                   f"behind it: {why} ({f.ref.describe()}); {len(timeouts)} collective timeout(s) waited on that "
+                   f"traffic (first {timeouts[0].ref.describe()}): the path silently discarded it")
+        trace.append(f"{self.id}: port {f.value['name']}: {why}")
+        return [sign_finding(k, SIGN.net_bridge_port_discards, self.id, summary, timeouts[:2], "bridge-port",
+                             extra_refs=tuple(x.ref for x, _ in bad[:2]))]
+
+
+class FirewallDiscards(Rule):
+    """A packet filter on the host or on a router of the path (`iptables -L -v -n`) counted TCP
+    packets it dropped or rejected -- a DROP/REJECT rule that matched, or a built-in chain whose
+    DROP policy caught packets -- while the job's own connections failed (connect timed out,
+    refused, reset, no route).  netfilter's counters are the kernel's record of packets the
+    filter discarded (iptables.c print_firewall: pkts per rule, 'policy DROP N packets' per
+    built-in chain); the job's failed connects are a separate observation by other programs.
+    Rules bound to loopback or host-only interfaces (docker0 ...) and rules for other protocols
+    (UDP, ICMP) are not the job's TCP path; OUTPUT is the host's own traffic.  Weak: a filter
+    also drops unrelated traffic (scanners), so it needs the job's failure beside it."""
+
+    id = "firewall-discards"
+
+    def findings(self, case, k, trace):
+        params = SIGN.net_firewall_discards.params
+        chains = [f for f in case.facts if f.name == FIREWALL_FACT and isinstance(f.value, dict)
+                  and f.value.get("chain") not in params["own_traffic_chains"]]
+        hits: list[tuple[Fact, str]] = []
+        for f in chains:
+            info = f.value
+            if info.get("policy") in params["discarding_targets"] and info.get("policy_packets", 0) > 0:
+                hits.append((f, f"chain {info['chain']} policy {info['policy']}: {info['policy_packets']} packet(s)"))
+            for rule in info.get("rules") or ():
+                if (rule.get("target") in params["discarding_targets"] and rule.get("packets", 0) > 0
+                        and str(rule.get("prot")).lower() in params["tcp_protocols"]
+                        and not any(_local_side(rule.get(side, "*")) for side in ("in", "out"))):
+                    hits.append((f, f"chain {info['chain']}: {rule['target']} matched {rule['packets']} packet(s)"
+                                    + (f" ({rule['match']})" if rule.get("match") else "")))
+        if not hits:
+            return []
+        failed_text = re.compile(params["connect_failed"])
+        failed = [e for e in case.events if failed_text.search(e.text or "")]
+        if not failed:
+            trace.append(f"{self.id}: a filter discarded packets ({hits[0][1]}) but none of the job's connections failed")
+            return []
+        f, what = hits[0]
+        summary = (f"a packet filter discarded TCP packets: {what} ({f.ref.describe()}), while the job's connection "
+                   f"failed ({failed[0].ref.describe()}): the filter on the path blocks the job's traffic")
+        trace.append(f"{self.id}: {what}; the job's connect failed at {failed[0].ref.describe()}")
+        return [sign_finding(k, SIGN.net_firewall_discards, self.id, summary, failed[:2], "firewall",
+                             extra_refs=tuple(dict.fromkeys(x.ref for x, _ in hits[:2])))]
+
+
+def _local_side(name: str) -> bool:
+    """An iptables in/out field naming loopback or a host-only interface ('!docker0' is the
+    opposite: traffic NOT on it, which the path between hosts is)."""
+    name = str(name or "*")
+    return name != "*" and not name.startswith("!") and (name == "lo" or _host_local(name.rstrip("+")))

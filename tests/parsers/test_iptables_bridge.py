@@ -1,0 +1,55 @@
+"""`iptables -L -v -n` (parsers/iptables.py) and the bridge views of iproute2 (`bridge -d link
+show`, `bridge fdb show`: parsers/iproute.py), on the real outputs the lab bundles hold:
+validation24 lab6-router-docker-forward-drop (a router with dockerd's rules), validation23
+lab5-node0-connlimit-firewall (three chains, K-less counters), validation24
+lab6-switch-port-learning-off-midrun (a bridge's ports, options and forwarding table)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from postmortem.parsers import parse_text
+from postmortem.parsers.iproute import FACT as IFACE, FDB_FACT
+from postmortem.parsers.iptables import FACT as CHAIN, count
+
+ROOT = Path(__file__).resolve().parents[2]
+ROUTER = ROOT / "fixtures/validation24/lab-b/lab6-router-docker-forward-drop/bundle/router_iptables.txt"
+CONNLIMIT = ROOT / "fixtures/validation23/lab-b/lab5-node0-connlimit-firewall/bundle/node0_iptables.txt"
+SWITCH = ROOT / "fixtures/validation24/lab-a/lab6-switch-port-learning-off-midrun/bundle/switch.txt"
+
+
+def _facts(path: Path, name: str) -> list[dict]:
+    result = parse_text(path.name, path.read_text(encoding="utf-8").splitlines())
+    assert not result.sink.problems
+    return [f.value for f in result.sink.facts if f.name == name]
+
+
+def test_a_chain_policy_and_its_counted_packets():
+    (forward,) = _facts(ROUTER, CHAIN)      # `iptables -S` lines beside it are no chain
+    assert forward["chain"] == "FORWARD" and forward["policy"] == "DROP" and forward["policy_packets"] == 10
+    assert [r["target"] for r in forward["rules"]][:2] == ["DOCKER-USER", "DOCKER-ISOLATION-STAGE-1"]
+    assert forward["rules"][2]["out"] == "docker0" and forward["rules"][2]["packets"] == 0
+
+
+def test_chains_end_at_a_blank_line_and_rules_keep_their_match_text():
+    chains = {c["chain"]: c for c in _facts(CONNLIMIT, CHAIN)}
+    assert sorted(chains) == ["FORWARD", "INPUT", "OUTPUT"]
+    (reject,) = chains["INPUT"]["rules"]
+    assert reject["target"] == "REJECT" and reject["packets"] == 8 and "reject-with tcp-reset" in reject["match"]
+    assert chains["FORWARD"]["rules"] == [] and chains["FORWARD"]["policy_packets"] == 0
+
+
+def test_iptables_scales_counters_by_a_thousand():
+    assert count("1503K") == 1503000 and count("23670") == 23670 and count("") == 0
+
+
+def test_bridge_ports_carry_their_stp_state_and_options():
+    ports = {p["name"]: p for p in _facts(SWITCH, IFACE) if p.get("master")}
+    assert ports["swp1"]["port_state"] == "forwarding" and ports["swp1"]["port_options"]["learning"] == "on"
+    assert ports["swp2"]["port_options"]["learning"] == "off" and ports["swp2"]["port_options"]["flood"] == "off"
+
+
+def test_forwarding_entries_say_local_learned_or_self():
+    entries = _facts(SWITCH, FDB_FACT)
+    learned = [e for e in entries if e["dev"] == "swp1" and not e["self"] and e["state"] == ""]
+    assert [e["mac"] for e in learned] == ["c2:3f:a0:be:81:12"]
+    assert all(e["self"] or e["state"] == "permanent" for e in entries if e["dev"] == "swp2")
