@@ -7,6 +7,7 @@ from pathlib import Path
 
 from postmortem import knowledge
 from postmortem.classify import rules
+from postmortem.classify.rules.hang import CgroupHeldBack
 from postmortem.parsers.pytrace import is_exception_name
 from postmortem.run import analyze
 
@@ -99,3 +100,51 @@ def test_an_exception_in_the_job_s_own_dataset_code_is_raised_in_own_code():
     # Real: numpy's allocation refused under `ulimit -v` in the job's __getitem__ (own frame first).
     v = analyze(_PANO).verdict
     assert v.cause == "app_error" and v.root.signal == "app.exception_in_own_code", v.trace
+
+
+# ---------------------------------------------------------------- a cgroup that held the job's ranks back
+
+_FREEZER_LAB = FIXTURES / "validation23/lab-c/lab5-node1-container-paused-freezer/bundle"
+_CPU_LAB = FIXTURES / "validation24/lab-a/lab6-node0-cpu-limit-10m-straggler/bundle"
+_CGROUP = FIXTURES / "cgroup_state"            # real: fixtures/cgroup_state/make.sh
+
+
+def _timeout_rank0() -> str:
+    """Rank 0's real gloo timeout (the freezer lab's node0.log: traceback and the timeout line)."""
+    lines = (_FREEZER_LAB / "node0.log").read_text(encoding="utf-8").splitlines()
+    return "\n".join(lines[7:21]) + "\n"
+
+
+def _held_back(case):
+    return [f for f in CgroupHeldBack().findings(case, K, []) if f.rule == "cgroup-held-back"]
+
+
+def test_a_frozen_group_beside_a_collective_timeout_is_a_straggler():
+    v = analyze(_FREEZER_LAB).verdict
+    assert v.cause == "straggler_timeout" and v.root.signal == "cgroup.frozen_during_hang", v.trace
+    assert any(r.path.endswith("node1_ps.txt") for r in v.root.evidence)
+
+
+def test_a_frozen_then_thawed_group_or_a_frozen_group_without_a_hang_says_nothing(tmp_path):
+    # freezer.txt (real) holds FROZEN then THAWED: only FROZEN is a frozen group
+    a = _bundle(tmp_path, {"node0.log": _timeout_rank0(),
+                           "freezer.txt": (_CGROUP / "freezer.txt").read_text(encoding="utf-8").splitlines()[-1] + "\n"})
+    assert not _held_back(a.case)
+    b = _bundle(tmp_path / "b", {"freezer.txt": (_CGROUP / "freezer.txt").read_text(encoding="utf-8")})
+    assert not _held_back(b.case)   # no timeout: a frozen group alone is no failure
+
+
+def test_a_cpu_starved_group_beside_a_timeout_leans_straggler_and_pairs_with_a_silent_rank(tmp_path):
+    a = _bundle(tmp_path, {"node0.log": _timeout_rank0(), "cpu.txt": (_CGROUP / "cpu_starved.txt").read_text(encoding="utf-8")})
+    (f,) = _held_back(a.case)
+    assert f.signal == "cgroup.cpu_throttled_during_hang" and f.strength == "weak" and "15 of 16" in f.summary
+    v = analyze(_CPU_LAB).verdict   # the lab: rank 0's container throttled, rank 0 silent
+    assert v.cause == "straggler_timeout", v.trace
+    assert any("independent weak signs" in t and "timeout.silent_ranks" in t and "cgroup.cpu_throttled_during_hang" in t
+               for t in v.trace), v.trace
+
+
+def test_a_group_that_was_never_throttled_says_nothing(tmp_path):
+    # near miss (real): the same loop under a 4-CPU quota, 0 of 15 periods throttled
+    a = _bundle(tmp_path, {"node0.log": _timeout_rank0(), "cpu.txt": (_CGROUP / "cpu_generous.txt").read_text(encoding="utf-8")})
+    assert not _held_back(a.case)
