@@ -1,5 +1,5 @@
 """Measured discards on the path between the nodes (rules bridge-port-discards and
-firewall-discards; signs net.bridge_port_discards, net.firewall_discards).
+firewall-discards; signs net.path_discards, net.firewall_discards).
 
 Bundles: the development cases validation24 lab6-switch-port-learning-off-midrun and
 lab6-router-docker-forward-drop as stored, and copies whose network artifact is replaced by
@@ -38,9 +38,9 @@ def _lines(path: Path, keep) -> str:
 
 def test_a_port_that_neither_learns_nor_floods_explains_the_timeouts():
     v = analyze(LEARNING_OFF).verdict
-    assert _fired(v, "bridge-port-discards")
+    assert _fired(v, "path-discards")
     assert v.cause == "nccl_timeout", v.trace
-    assert any("net.bridge_port_discards" in line and "timeout.all_ranks" in line for line in v.trace)
+    assert any("net.path_discards" in line and "timeout.all_ranks" in line for line in v.trace)
 
 
 def test_a_learning_flooding_port_with_a_learned_entry_adds_nothing(tmp_path):
@@ -51,7 +51,7 @@ def test_a_learning_flooding_port_with_a_learned_entry_adds_nothing(tmp_path):
     kept = [line for i, line in enumerate(text) if "swp1" in line or (i > 0 and "swp1@" in text[i - 1])]
     switch.write_text("".join(kept), encoding="utf-8")
     v = analyze(bundle).verdict
-    assert not _fired(v, "bridge-port-discards")
+    assert not _fired(v, "path-discards")
     assert v.cause == "unknown", v.trace
 
 
@@ -60,7 +60,7 @@ def test_without_the_forwarding_table_a_static_entry_may_deliver(tmp_path):
     switch = bundle / "switch.txt"
     switch.write_text(_lines(switch, lambda line: " dev " not in line or "@if" in line), encoding="utf-8")
     v = analyze(bundle).verdict
-    assert not _fired(v, "bridge-port-discards")
+    assert not _fired(v, "path-discards")
     assert any("no `bridge fdb`" in line for line in v.trace)
     assert v.cause == "unknown", v.trace
 
@@ -87,3 +87,26 @@ def test_discards_without_a_failed_connect_of_the_job_are_no_sign(tmp_path):
     v = analyze(bundle).verdict
     assert not _fired(v, "firewall-discards")
     assert any(line.startswith("firewall-discards: ") and "none of the job's connections failed" in line for line in v.trace)
+
+
+SYSTEM = ROOT / "fixtures" / "system"
+
+
+def test_a_qdisc_dropping_the_traffic_is_the_same_sign(tmp_path):
+    """The learning-off case with its switch capture replaced by a real shaper that dropped
+    (fixtures/system/make_tc_fixtures.sh): the same reading, from another measurement."""
+    bundle = _copy(LEARNING_OFF, tmp_path)
+    (bundle / "switch.txt").unlink()
+    shutil.copy(SYSTEM / "tc_qdisc_tbf_drops.txt", bundle / "tc.txt")
+    v = analyze(bundle).verdict
+    assert any(line.startswith("path-discards: queueing discipline tbf on va") for line in v.trace), v.trace
+    assert v.cause == "nccl_timeout", v.trace
+
+
+def test_qdiscs_that_dropped_nothing_add_nothing(tmp_path):
+    bundle = _copy(LEARNING_OFF, tmp_path)
+    (bundle / "switch.txt").unlink()
+    shutil.copy(SYSTEM / "tc_qdisc_healthy.txt", bundle / "tc.txt")
+    v = analyze(bundle).verdict
+    assert not any(line.startswith("path-discards: ") for line in v.trace)
+    assert v.cause == "unknown", v.trace

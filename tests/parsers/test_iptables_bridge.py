@@ -53,3 +53,23 @@ def test_forwarding_entries_say_local_learned_or_self():
     learned = [e for e in entries if e["dev"] == "swp1" and not e["self"] and e["state"] == ""]
     assert [e["mac"] for e in learned] == ["c2:3f:a0:be:81:12"]
     assert all(e["self"] or e["state"] == "permanent" for e in entries if e["dev"] == "swp2")
+
+
+SYSTEM = ROOT / "fixtures" / "system"
+
+
+def test_a_shapers_drops_and_its_device():
+    from postmortem.parsers.tc import FACT as QDISC
+
+    qdiscs = {q["dev"]: q for q in _facts(SYSTEM / "tc_qdisc_tbf_drops.txt", QDISC)}   # make_tc_fixtures.sh
+    assert qdiscs["va"]["kind"] == "tbf" and "rate 512Kbit" in qdiscs["va"]["params"]
+    assert qdiscs["va"]["dropped"] > 0 and qdiscs["va"]["sent_packets"] > 0
+    assert qdiscs["lo"]["kind"] == "noqueue" and qdiscs["lo"]["dropped"] == 0
+
+
+def test_a_qdisc_shown_for_one_device_has_no_dev():
+    from postmortem.parsers.tc import FACT as QDISC
+
+    path = ROOT / "fixtures/validation22/lab4-slow-link-allreduce/bundle/switch_port.txt"
+    qdiscs = _facts(path, QDISC)
+    assert [(q["kind"], q["dev"], q["sent_packets"], q["dropped"]) for q in qdiscs] == [("tbf", "", 1130, 1222), ("tbf", "", 1079, 1239)]

@@ -13,7 +13,7 @@ from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout,
                                               ShmFullInPython, ShmSmallBesideFailure, SigbusContext, StorePortTaken, ForkEnomem)
 from postmortem.classify.rules.hang import CgroupHeldBack, FlightRecorderHang, StacksAtTimeout
 from postmortem.classify.rules.hardware import GpuHealth, ThermalBeforeBusLoss
-from postmortem.classify.rules.interfaces import BridgePortDiscards, FirewallDiscards, InterfaceFaults, TcpConnectionLosses
+from postmortem.classify.rules.interfaces import FirewallDiscards, InterfaceFaults, PathDiscards, TcpConnectionLosses
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
 
 RULES: tuple[Rule, ...] = (
@@ -50,7 +50,7 @@ RULES: tuple[Rule, ...] = (
     ForkEnomem(),
     InterfaceFaults(),
     TcpConnectionLosses(),
-    BridgePortDiscards(),
+    PathDiscards(),
     FirewallDiscards(),
     AppError(),
 )

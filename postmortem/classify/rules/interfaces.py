@@ -16,6 +16,7 @@ from postmortem.knowledge.registry import KIND, LIMIT, SIGN
 from postmortem.model import Case, Fact
 from postmortem.parsers.iproute import FACT, FDB_FACT
 from postmortem.parsers.iptables import FACT as FIREWALL_FACT
+from postmortem.parsers.tc import FACT as QDISC_FACT
 from postmortem.parsers.ss import FACT as TCP_FACT
 
 # iproute2 print_link_stats column names (ip -s link, "RX:"/"TX:" rows) whose non-zero value
@@ -248,11 +249,17 @@ def _losing(conn: dict) -> bool:
     return isinstance(lost, int) and lost > 0 and in_flight and conn.get("state") in ("", "ESTAB")
 
 
-class BridgePortDiscards(Rule):
-    """A switch port (a Linux bridge port as `bridge -d link` prints it: Cumulus, SONiC and
-    host bridges alike) that cannot deliver unicast to the host behind it, beside collectives
-    that timed out: the path stayed up and silently discarded the traffic, so the job saw
-    nothing but collectives waiting past their timeout.
+class PathDiscards(Rule):
+    """Measured discards on the path, beside collectives that timed out: the path stayed up and
+    silently discarded the traffic, so the job saw nothing but collectives waiting past their
+    timeout.  Two measurements, one sign (either says the same thing):
+
+    * a switch port (a Linux bridge port as `bridge -d link` prints it: Cumulus, SONiC and
+      host bridges alike) that cannot deliver unicast to the host behind it;
+    * a queueing discipline (`tc -s qdisc`) that dropped at least LIMIT.interface_loss_pct of
+      the packets it handled (tc_util.c print_tcstats_attr 'Sent N bytes M pkt (dropped D, ...)':
+      a shaper whose rate the traffic exceeds, a queue that overflows, emulated loss) on an
+      interface that is not host-local.
 
     Linux net/bridge: a port forwards only in STP state forwarding (br_forward.c
     should_deliver -> br_allowed_egress / p->state == BR_STATE_FORWARDING; listening,
@@ -264,13 +271,37 @@ class BridgePortDiscards(Rule):
     the port's own addresses).  'disabled' (the link is down) is the link-down reading's, not
     this one.  The timeouts are cited as what it explains, never counted (audit 4 H2)."""
 
-    id = "bridge-port-discards"
+    id = "path-discards"
 
     def findings(self, case, k, trace):
         timeouts = events_of(case, TIMEOUT_KINDS)
         if not timeouts:
             return []
-        params = SIGN.net_bridge_port_discards.params
+        bad = self._ports(case, trace) + self._qdiscs(case)
+        if not bad:
+            return []
+        f, what, why = bad[0]
+        summary = (f"{what} ({f.ref.describe()}): {why}; {len(timeouts)} collective timeout(s) waited on that "
+                   f"traffic (first {timeouts[0].ref.describe()}): the path silently discarded it")
+        trace.append(f"{self.id}: {what}: {why}")
+        return [sign_finding(k, SIGN.net_path_discards, self.id, summary, timeouts[:2], "path-discards",
+                             extra_refs=tuple(dict.fromkeys(x.ref for x, _, _ in bad[:2])))]
+
+    def _qdiscs(self, case) -> list[tuple[Fact, str, str]]:
+        out = []
+        for f in case.facts:
+            if f.name != QDISC_FACT or not isinstance(f.value, dict) or _host_local(str(f.value.get("dev") or "")):
+                continue
+            sent, dropped = f.value.get("sent_packets"), f.value.get("dropped")
+            if isinstance(sent, int) and isinstance(dropped, int) and dropped > 0 \
+                    and 100 * dropped / (sent + dropped) >= LIMIT.interface_loss_pct:
+                where = f" on {f.value['dev']}" if f.value.get("dev") else ""
+                out.append((f, f"queueing discipline {f.value['kind']}{where} ({f.value.get('params', '')})".replace(" ()", ""),
+                            f"dropped {dropped} of {sent + dropped} packets"))
+        return out
+
+    def _ports(self, case, trace) -> list[tuple[Fact, str, str]]:
+        params = SIGN.net_path_discards.params
         ports = [f for f in case.facts if f.name == FACT and isinstance(f.value, dict) and f.value.get("master")]
         if not ports:
             return []
@@ -292,15 +323,8 @@ class BridgePortDiscards(Rule):
                     continue   # a learned or static entry for a host behind the port: frames reach it
                 bad.append((f, ", ".join(o + " off" for o in params["no_delivery_options"])
                             + " and no learned or static forwarding entry on it"))
-        if not bad:
-            return []
-        f, why = bad[0]
-        summary = (f"switch port {f.value['name']} (bridge {f.value['master']}) cannot deliver unicast to the host "
-                   f"behind it: {why} ({f.ref.describe()}); {len(timeouts)} collective timeout(s) waited on that "
-                   f"traffic (first {timeouts[0].ref.describe()}): the path silently discarded it")
-        trace.append(f"{self.id}: port {f.value['name']}: {why}")
-        return [sign_finding(k, SIGN.net_bridge_port_discards, self.id, summary, timeouts[:2], "bridge-port",
-                             extra_refs=tuple(x.ref for x, _ in bad[:2]))]
+        return [(f, f"switch port {f.value['name']} (bridge {f.value['master']}) cannot deliver unicast to the host "
+                    "behind it", why) for f, why in bad]
 
 
 class FirewallDiscards(Rule):
