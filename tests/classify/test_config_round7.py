@@ -198,3 +198,11 @@ def test_a_thread_creation_refused_by_seccomp_is_no_task_limit(tmp_path):
     b = _bundle(tmp_path / "b", {"worker.log": "OpenBLAS blas_thread_init: pthread_create failed for thread 26 of 32: "
                                                "Resource temporarily unavailable\n"})   # public: the same program at RLIMIT_NPROC
     assert [e for e in b.case.events if e.kind == "msg.task_create_eagain"]
+
+
+def test_a_rank_s_process_waiting_in_the_freezer_beside_a_timeout_is_a_straggler(tmp_path):
+    # ps's view of the same freeze (real rows of the freezer lab's node1_ps.txt, without its
+    # freezer.state lines) beside rank 0's real timeout
+    ps = (_FREEZER_LAB / "node1_ps.txt").read_text(encoding="utf-8").splitlines()[:5]
+    a = _bundle(tmp_path, {"node0.log": _timeout_rank0(), "node1_ps.txt": "\n".join(ps) + "\n"})
+    assert a.verdict.cause == "straggler_timeout" and a.verdict.root.signal == "cgroup.frozen_during_hang", a.verdict.trace
