@@ -109,3 +109,29 @@ def test_a_collate_type_error_in_the_dataloader_stays_the_jobs_own_code():
     # near miss: validation24 lab6-ragged-reviews-default-collate (a TypeError through fetch(), no errno)
     a = analyze(FIXTURES / "validation24/lab-c/lab6-ragged-reviews-default-collate/bundle")
     assert a.verdict.cause == "app_error"
+
+
+# ---------------------------------------------------------------- H4: the kernel's servers are not the job's peers
+
+_FREEZER = FIXTURES / "validation23/lab-c/lab5-node1-container-paused-freezer/bundle"   # real lab run, timeouts on node 0
+# fixtures/system/ss_tin_nfs_server_lossy.txt: a real lossy `ss -tin` to 192.168.1.229:2049 made here (not job traffic)
+_NFS_SS = FIXTURES / "system/ss_tin_nfs_server_lossy.txt"
+# the kernel NFS client's line, text verbatim from kangear/tiny210v2-uboot#5; the boot stamp is added (marked)
+_NFS_KERNEL = "[ 3223.539141] nfs: server 192.168.1.229 not responding, still trying\n"
+
+
+def _freezer_without_ps(tmp_path, extra: dict[str, str]):
+    files = {n: _read(_FREEZER / n) for n in ("node0.log", "node1.log")}
+    return _bundle(tmp_path, {**files, "node0_ss_tin.txt": _read(_NFS_SS), **extra})
+
+
+def test_a_server_the_kernel_names_does_not_make_a_lossy_connection_the_jobs(tmp_path):
+    a = _freezer_without_ps(tmp_path, {"node0_dmesg.txt": _NFS_KERNEL})
+    assert not any("net.tcp_segments_lost" in t for t in a.verdict.trace), a.verdict.trace
+    assert a.verdict.cause != "nccl_timeout"
+
+
+def test_the_jobs_own_lossy_path_still_speaks():
+    # near miss: validation23 lab5-routed-path-packet-loss, its peers named by NCCL/gloo lines, lost segments
+    a = analyze(FIXTURES / "validation23/lab-b/lab5-routed-path-packet-loss/bundle")
+    assert any("tcp-connection-losses:" in t for t in a.verdict.trace), a.verdict.trace
