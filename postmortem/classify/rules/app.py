@@ -107,7 +107,8 @@ class AppError(Rule):
         refs = (stack.ref,) if stack else ()
         # One exception is one sign: where it was raised qualifies it, it is no second observation.
         sign = (SIGN.app_exception_in_own_code if raised_own
-                else SIGN.app_exception_in_dataset if stack and _in_dataset_fetch(stack) else SIGN.app_exception)
+                else SIGN.app_exception_in_dataset if stack and _in_dataset_fetch(stack) and not _os_error(e)
+                else SIGN.app_exception)
         errno = _errno_of(e)
         if errno in _param(SIGN.storage_job_io_errno.id, "device_errnos"):
             # The device or file server under the call failed: where it was raised says nothing (audit 7 H7)
@@ -241,6 +242,12 @@ def _errno_of(e: Event) -> int | None:
     """The errno an OSError prints ("OSError: [Errno 5] Input/output error")."""
     m = _ERRNO.search(str(e.data.get("message") or e.text or ""))
     return int(m.group(1)) if m else None
+
+
+def _os_error(e: Event) -> bool:
+    """The exception reports a failed OS call ("[Errno N] ..."): the environment, not the data."""
+    message = str(e.data.get("message") or "")
+    return any(re.search(p, message) for p in _param(SIGN.app_exception_in_dataset.id, "os_error_text"))
 
 
 def _who(e: Event) -> str:
