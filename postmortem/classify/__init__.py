@@ -25,7 +25,8 @@ from postmortem.classify.index import events_of
 from postmortem.classify.signature import signature_of
 from postmortem.knowledge import Knowledge
 from postmortem.knowledge.registry import KIND, LIMIT, registry
-from postmortem.model import Case, Category, Finding, Verdict
+from postmortem.model import Basis, Case, Category, ClockKind, Finding, Verdict
+from postmortem.timeline import ZONE_ASSUMED
 
 _DATA, _CONTEXT = attrgetter("data"), methodcaller("get", "context")
 MIN_CONFIDENCE = LIMIT.min_confidence
@@ -82,7 +83,7 @@ def _decide(case: Case, k: Knowledge) -> Verdict:
             by_cause[f.cause].append(f)
     counters = _counters(findings, case, trace)
     scores = _scores(by_cause, counters, trace)
-    explained = _explained(scores, k, trace, by_cause)
+    explained = _explained(scores, k, trace, by_cause, case)
     contenders = {c: v for c, v in scores.items() if c not in explained}
     # A rival lowers the root's confidence only when something points at it as a root: a
     # cause only its symptoms suggest (a timeout's "the collective was stuck") is no rival.
@@ -205,12 +206,13 @@ EXPLAINS_MARGIN = LIMIT.explains_margin
 
 
 def _explained(scores: dict[str, float], k: Knowledge, trace: list[str],
-               by_cause: dict[str, list[Finding]] | None = None) -> set[str]:
+               by_cause: dict[str, list[Finding]] | None = None, case: Case | None = None) -> set[str]:
     """Causes whose signs are fallout of a present, well-supported cause (causes.toml
     `explains`): an AER before Xid 79 is how the GPU fell off the bus, not a rival.  A GPU
     fault explains the job's failure only when the job failed with a GPU error (a CUDA error,
     a device assert): an exception its own Python code raised is no fallout of the GPU
-    (catalogs/readings.toml [fallout]; audit 6 H10)."""
+    (catalogs/readings.toml [fallout]; audit 6 H10).  Nor does a cause explain a failure of
+    another kind that was over before it began (`_came_after`)."""
     out: set[str] = set()
     for cause in sorted(scores, key=lambda c: -scores[c]):
         if cause in out or scores[cause] < EXPLAINS_MIN:
@@ -220,10 +222,58 @@ def _explained(scores: dict[str, float], k: Knowledge, trace: list[str],
                     and not any(_gpu_error_reading(f) for f in by_cause.get(other, ()))):
                 trace.append(f"resolve: {other} is no fallout of {cause}: the job's failure names no GPU error")
                 continue
+            if (other in scores and by_cause is not None and case is not None
+                    and _came_after(cause, other, by_cause, k, case, trace)):
+                continue
             if other in scores and other not in out and scores[other] <= scores[cause] + EXPLAINS_MARGIN:
                 out.add(other)
                 trace.append(f"resolve: {other} ({scores[other]:.2f}) is explained by {cause} ({scores[cause]:.2f})")
     return out
+
+
+def _came_after(cause: str, other: str, by_cause: dict[str, list[Finding]], k: Knowledge, case: Case,
+                trace: list[str]) -> bool:
+    """Did `cause`'s first sign come clearly after `other`'s, on the bundle's own timeline?
+    A consequence cannot come before its cause; it can be stamped earlier by logger skew
+    (threshold.fallout_lead_s) or by the times' own uncertainty (an untimed line is placed
+    between its file's timed neighbours, a boot-relative kernel line carries the boot time's
+    error): only a gap beyond all three counts, and a time without a bound never does.  Two
+    hardware causes are stages of one physical fault (an AER well before the GPU fell off the
+    bus), so their order says nothing.  Local times read in an assumed zone can be hours off
+    the kernel's clock: then no order counts."""
+    if k.causes[cause].category == "hardware" and k.causes[other].category == "hardware":
+        return False
+    first = _earliest(by_cause.get(cause, ()))
+    fallout = _earliest(by_cause.get(other, ()))
+    if first is None or fallout is None or first.first_uncertainty_s is None or fallout.first_uncertainty_s is None:
+        return False
+    gap = (first.first_at - fallout.first_at).total_seconds()  # type: ignore[operator]
+    bound = first.first_uncertainty_s + fallout.first_uncertainty_s + LIMIT.fallout_lead_s
+    if gap <= bound:
+        return False
+    if _zone_unknown_between_clocks(case):
+        trace.append(f"resolve: {cause} is {gap:.0f} s after {other}, but local times were read in an assumed zone"
+                     " beside times on another clock: their order is not known")
+        return False
+    trace.append(f"resolve: {other} is no fallout of {cause}: its first sign ({fallout.first_at.isoformat()}) is"  # type: ignore[union-attr]
+                 f" {gap:.1f} s before {cause}'s ({first.first_at.isoformat()}), beyond the {bound:.1f} s"  # type: ignore[union-attr]
+                 " the two times and logger skew allow")
+    return True
+
+
+def _zone_unknown_between_clocks(case: Case) -> bool:
+    """Local times read in an assumed zone, beside times on another clock (the kernel's boot
+    clock, a zoned wall time, a file's mtime): the two kinds may be hours apart."""
+    timed = [e for e in case.events if e.when and e.when.at]
+    return (any(ZONE_ASSUMED in e.when.note for e in timed)  # type: ignore[union-attr]
+            and any(e.when.basis is Basis.MTIME or (e.stamp is not None and e.stamp.clock is not ClockKind.WALL_LOCAL)  # type: ignore[union-attr]
+                    for e in timed))
+
+
+def _earliest(findings) -> Finding | None:
+    """The finding whose first sign has the earliest absolute time (None: none has one)."""
+    timed = [f for f in findings if f.first_at is not None]
+    return min(timed, key=lambda f: (f.first_at, -(f.first_uncertainty_s or 0))) if timed else None
 
 
 def _gpu_error_reading(f: Finding) -> bool:

@@ -29,6 +29,15 @@ def _span(events: list[Event]) -> tuple[int | None, datetime | None, datetime | 
     ats = [e.when.at for e in events if e.when and e.when.at]
     return (min(seqs) if seqs else None), (min(ats) if ats else None), (max(ats) if ats else None)
 
+def _first_uncertainty(events: list[Event], first: datetime | None) -> float | None:
+    """How far the earliest time of some events may be off: the timeline's own uncertainty of
+    the event(s) at that time (an untimed line placed after its file's previous timed line is
+    off by up to the gap to the next one); None when one of them has no bound."""
+    if first is None:
+        return None
+    uncs = [e.when.uncertainty_s for e in events if e.when and e.when.at == first]
+    return None if not uncs or None in uncs else max(uncs)  # type: ignore[type-var]
+
 def _refs(events: Iterable[Event]) -> tuple[Ref, ...]:
     seen: dict[tuple, Ref] = {}
     for e in events:
@@ -63,6 +72,7 @@ def finding(k: Knowledge, cause: str, weight: float, rule: str, summary: str, ev
     category = Category(k.causes[cause].category) if cause in k.causes else Category.UNKNOWN
     return Finding(cause=cause, category=category, confidence=round(min(weight, LIMIT.max_confidence), 3), rule=rule,
                    summary=summary, evidence=_telling(_refs(events) + extra_refs), first_seq=seq, first_at=at, last_at=last,
+                   first_uncertainty_s=_first_uncertainty(events, at),
                    discriminator=discriminator, role=role, strength=strength, signal=signal)
 
 def sign_finding(k: Knowledge, sign: Signal, rule: str, summary: str, events: list[Event], discriminator: str = "",
