@@ -82,3 +82,40 @@ def test_two_local_clocks_in_one_assumed_zone_still_order(tmp_path):
     # both times printed without a zone and read in the same assumed one: the error cancels
     v = _icefall_with_xid(tmp_path, "Wed Oct  2 17:26:40 2024", zone=False)
     assert any(_NO_FALLOUT in line for line in v.trace), v.trace
+
+
+# ---------------------------------------------------------------- M9: the job's own native module, by inclusion
+
+_LIBRARY_SEGV = FIXTURES / "lab/output/lab-library-segv/bundle"   # fixtures/lab/library_segv.sh: real gdb bt
+
+
+def test_a_segfault_inside_a_system_library_is_a_named_lean_not_the_jobs_code():
+    v = analyze(_LIBRARY_SEGV).verdict
+    assert v.cause == "unknown", v.trace
+    assert any("the fault site is the job's own code: False (a library: /lib/x86_64-linux-gnu/libz.so.1)" in line
+               for line in v.trace), v.trace
+    assert any("leaning app_error" in line for line in v.trace)
+
+
+def test_a_function_ctypes_called_in_the_jobs_own_library_stays_its_code():
+    # near miss: the lab's ctypes helper (./libfastgather.so, gdb names no module for its frame)
+    v = analyze(FIXTURES / "validation21/lab3-ctypes-gather-segv-core/bundle").verdict
+    assert (v.cause, v.root.signal) == ("app_error", "app.native_frames"), v.trace
+    v = analyze(FIXTURES / "bundles/lab-torchrun-app-sigsegv/bundle").verdict
+    assert v.cause == "app_error" and v.confidence >= 0.6, v.trace
+
+
+def test_interconnect_and_hpc_libraries_are_libraries_wherever_they_load_from():
+    from postmortem.classify.rules.app import _library_module, _own_module
+    # the module paths audit 6 M9 checked (EFA installer, HPC-X, CUDA toolkit, distro packages)
+    for module in ("/opt/amazon/efa/lib/libfabric/libefa-fi.so", "/opt/amazon/efa/lib/libfabric.so.1",
+                   "/usr/lib/x86_64-linux-gnu/librdmacm.so.1", "/usr/lib64/libgdrapi.so.2",
+                   "/opt/nvshmem/lib/libnvshmem_host.so.3", "/opt/hpcx/ompi/lib/libmpi.so.40",
+                   "/usr/lib/x86_64-linux-gnu/libhwloc.so.15", "libgomp.so.1", "/home/u/proj/libjemalloc.so.2",
+                   "/usr/local/cuda/lib64/libnvrtc.so.12"):
+        assert _library_module(module), module
+        assert not _own_module(module, ("/home/u/proj/",)), module
+    # near misses: the job's own builds
+    assert _own_module("/home/u/proj/csrc/build/fused_ops.so", ("/home/u/proj/csrc/",))
+    assert _own_module("./libfastgather.so", ())                      # relative: the launcher's working folder
+    assert not _own_module("/data/shared/libhelper.so", ("/home/u/proj/",))   # nobody says it is the job's
