@@ -119,3 +119,86 @@ def test_interconnect_and_hpc_libraries_are_libraries_wherever_they_load_from():
     assert _own_module("/home/u/proj/csrc/build/fused_ops.so", ("/home/u/proj/csrc/",))
     assert _own_module("./libfastgather.so", ())                      # relative: the launcher's working folder
     assert not _own_module("/data/shared/libhelper.so", ("/home/u/proj/",))   # nobody says it is the job's
+
+
+# ---------------------------------------------------------------- M5: py-spy "active" under NCCL
+
+# fixtures/validation21/lab3-val-tokenize-straggler: real py-spy dumps after a collective timeout (rank 0 active
+# in bpe_tokenize, rank 1 idle in all_reduce); fixtures/corpus/nccl-p2p-iommu-01: a real NCCL INFO line, so the
+# job reads as an NCCL job.
+_TOKENIZE = FIXTURES / "validation21/lab3-val-tokenize-straggler/bundle"
+_NCCL_LINE = "jupyter-vmarkovtsev:15833:15833 [0] NCCL INFO Bootstrap : Using [0]eth0:10.2.3.32<0>\n"
+_LEANS = "-- it only leans"
+
+
+def _tokenize_bundle(tmp_path, rank0_top: str | None = None, nccl: bool = True):
+    files = {n: _read(_TOKENIZE / n) for n in ("train.log", "py-spy-rank0.txt", "py-spy-rank1.txt")}
+    if rank0_top is not None:   # EDITED AT TEST TIME (marked): rank 0's innermost frame replaced
+        files["py-spy-rank0.txt"] = files["py-spy-rank0.txt"].replace("    bpe_tokenize (train_seq2seq.py:18)\n", rank0_top)
+        assert rank0_top in files["py-spy-rank0.txt"]
+    if nccl:
+        files["nccl.log"] = _NCCL_LINE
+    return _bundle(tmp_path, files).verdict
+
+
+# torch/cuda/__init__.py:1219 (torch 2.13.0) is `torch._C._cuda_synchronize()` inside torch.cuda.synchronize
+_IN_SYNC = "    synchronize (torch/cuda/__init__.py:1219)\n    train_step (train_seq2seq.py:18)\n"
+
+
+def test_an_active_rank_in_a_cuda_sync_under_nccl_only_leans(tmp_path):
+    v = _tokenize_bundle(tmp_path, _IN_SYNC)
+    assert any("show a CUDA sync " + _LEANS in line for line in v.trace), v.trace
+    assert not any("stacks.rank_running_elsewhere" in line for line in v.trace)
+
+
+def test_an_active_rank_in_its_own_code_under_nccl_only_leans(tmp_path):
+    # a Python-only dump cannot show .item() or .cpu() (C methods): the rank's own frame says nothing
+    v = _tokenize_bundle(tmp_path, "    train_step (train_seq2seq.py:18)\n")
+    assert any("show no CPU-side work " + _LEANS in line for line in v.trace), v.trace
+
+
+def test_an_active_rank_tokenizing_under_nccl_is_still_running(tmp_path):
+    # near miss: the real dump, rank 0 in CPU-side input work
+    v = _tokenize_bundle(tmp_path)
+    assert not any(_LEANS in line for line in v.trace), v.trace
+    assert v.cause == "straggler_timeout" and v.confidence >= 0.6
+
+
+def test_an_active_rank_in_a_cuda_sync_without_nccl_is_running(tmp_path):
+    # near miss: gloo's collectives block the calling thread, so a rank syncing its GPU was not in one
+    v = _tokenize_bundle(tmp_path, _IN_SYNC, nccl=False)
+    assert not any(_LEANS in line for line in v.trace), v.trace
+
+
+# ---------------------------------------------------------------- H4 (rest): a verbs ENOMEM needs the limit measured
+
+# NVIDIA/nccl#1191: ibv_create_cq ENOMEM on a 700-node alltoall, every rank run under `ulimit -l unlimited`
+_CREATE_CQ = "misc/ibvwrap.cc:190 NCCL WARN Call to ibv_create_cq failed with error Cannot allocate memory\n"
+# validation22/lab4-mlock-cache-memlock: a real `ulimit -a` (max locked memory 8192 KiB)
+_ULIMIT = _read(FIXTURES / "validation22/lab4-mlock-cache-memlock/bundle/ulimit.txt")
+
+
+def test_a_verbs_enomem_with_no_limit_measured_only_leans(tmp_path):
+    v = _bundle(tmp_path, {"nccl.log": _CREATE_CQ}).verdict
+    assert v.cause == "unknown" and any("leaning memlock_limit" in line for line in v.trace), v.trace
+
+
+def test_the_gb10_driver_regression_is_no_longer_a_memlock_claim():
+    # validation20/gb10-kernel-7-0-regmr-enomem-roce-41 (truth hardware/driver_bug): the same ENOMEM line
+    v = analyze(FIXTURES / "validation20/gb10-kernel-7-0-regmr-enomem-roce-41/bundle").verdict
+    assert v.cause != "memlock_limit", v.trace
+
+
+def test_a_verbs_enomem_beside_a_small_measured_limit_is_claimed(tmp_path):
+    # near miss: the same line with the job's limit measured at the 8 MiB default
+    v = _bundle(tmp_path, {"nccl.log": _CREATE_CQ, "ulimit.txt": _ULIMIT}).verdict
+    assert v.cause == "memlock_limit", v.trace
+    assert any("limits.memlock_finite" in line for line in v.trace)
+
+
+def test_a_verbs_enomem_beside_an_unlimited_limit_is_not_claimed(tmp_path):
+    # nccl#1191's own setting, `ulimit -l unlimited` (the lab ulimit.txt edited at test time, marked)
+    ulimit = _ULIMIT.replace("(kbytes, -l) 8192", "(kbytes, -l) unlimited")
+    assert ulimit != _ULIMIT
+    v = _bundle(tmp_path, {"nccl.log": _CREATE_CQ, "ulimit.txt": ulimit}).verdict
+    assert v.cause != "memlock_limit", v.trace
