@@ -213,6 +213,10 @@ def measured_state_against(case: Case, trace: list[str]) -> dict[str, tuple[floa
             break
     out.update(cgroup_no_oom_kill(case, trace))
     out.update(enomem_with_memory_free(case, trace))
+    for e in events_of(case, {KIND.msg_fm_no_nvswitch})[:1]:
+        reason = (f"Fabric Manager found no NVSwitch to manage ({e.ref.describe()}: NV_WARN_NOTHING_TO_DO): "
+                  "the host has no NVSwitch fabric, so no NVLS or Fabric Manager failure")
+        out.update(_against(COUNTER.fm_no_nvswitch, reason, trace))
     for f in _facts(case, "env.NCCL_P2P_DISABLE"):
         if str(f.value).strip() == "1":
             reason = f"NCCL_P2P_DISABLE=1 was set ({f.ref.describe()}): NCCL used no peer-to-peer transport"

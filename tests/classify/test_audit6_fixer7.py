@@ -1,4 +1,4 @@
-"""Audit 6 leftovers taken by the round-7 fixer (H10's time test, M9, M5, H4's remainder), each with
+"""Audit 6 leftovers (H10's time test, M9, M5) and audit 7 H1-H3, taken by the round-7 fixer, each with
 the real line that was over-claimed and a near miss.  Bundles are arranged at test time from real
 files and lines (sources named beside them); any edit made at test time is marked."""
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _icefall_with_xid(tmp_path, when: str, zone: bool = True, iso: bool = False)
 
 def test_a_fault_logged_minutes_after_the_crash_does_not_absorb_it(tmp_path):
     v = _icefall_with_xid(tmp_path, "Wed Oct  2 17:26:40 2024")   # 107 s after the CUDA error
-    assert any(_NO_FALLOUT in line and "106.9 s before" in line for line in v.trace), v.trace
+    assert any(_NO_FALLOUT in line and "105.9 s before" in line for line in v.trace), v.trace
     assert not any(_EXPLAINED in line for line in v.trace)
     # the crash stays a rival of another category: the later fault is no confident claim
     assert v.confidence < 0.8
@@ -168,3 +168,99 @@ def test_an_active_rank_in_a_cuda_sync_without_nccl_is_running(tmp_path):
     # near miss: gloo's collectives block the calling thread, so a rank syncing its GPU was not in one
     v = _tokenize_bundle(tmp_path, _IN_SYNC, nccl=False)
     assert not any(_LEANS in line for line in v.trace), v.trace
+
+
+# ---------------------------------------------------------------- audit 7 H2: an anchored time orders nothing it cannot
+
+# fixtures/validation21/lab3-nan-anomaly-restart: a real torchrun run (banner W1201 16:37:51; rank 1's NaN in backward
+# after "rank 0 step 35", printed with no time of its own).  fixtures/xid/xid_public.txt line 7: a public Xid 74 ("NVLink:
+# fatal error detected"), its printk stamp replaced AT TEST TIME (marked) by a `dmesg -T` stamp.
+_NAN_RUN = _read(FIXTURES / "validation21/lab3-nan-anomaly-restart/bundle/train_output.txt")
+_XID74 = _read(FIXTURES / "xid/xid_public.txt").splitlines()[6].split("] ", 1)[1]
+
+
+def _nan_with_xid74(tmp_path, stamp: str):
+    assert _XID74.startswith("NVRM: Xid (PCI:0003:00:00): 74,")
+    return _bundle(tmp_path, {"train_output.txt": _NAN_RUN, "dmesg_T.txt": f"[{stamp}] {_XID74}\n"}).verdict
+
+
+def test_a_line_placed_after_its_files_last_time_is_not_first(tmp_path):
+    # the NaN is placed at the banner's 16:37:51 but came after step 35; the Xid at 16:37:52 is inside that gap
+    v = _nan_with_xid74(tmp_path, "Tue Dec  1 16:37:52 2026")
+    assert not any("app_error happened before" in line for line in v.trace), v.trace
+    assert any("overlap within their times' uncertainty" in line for line in v.trace)
+    assert v.cause != "app_error"
+
+
+def test_a_fault_logged_before_the_run_began_still_comes_first(tmp_path):
+    # near miss: the Xid 2 s before the launcher's banner -- before anything of the run, whatever its anchors
+    v = _nan_with_xid74(tmp_path, "Tue Dec  1 16:37:49 2026")
+    assert not any("overlap within their times' uncertainty" in line for line in v.trace), v.trace
+    assert v.cause == "nvlink_fault"
+
+
+# ---------------------------------------------------------------- audit 7 H1: a timeless snapshot takes no root by precedence
+
+# fixtures/bundles/lab-torchrun-app-exception (rank 1's IndexError in its own code, a CPU gloo job) + the public A100
+# nvidia-smi table fixtures/system/public/smi_table_580_a100.txt, GPU 1's "Volatile Uncorr. ECC" cell EDITED AT TEST
+# TIME 0 -> 1 (marked; the edit tests/classify/test_rules.py makes to exercise GpuHealth).
+_APP_EXC = FIXTURES / "bundles/lab-torchrun-app-exception/bundle"
+_SMI = _read(FIXTURES / "system/public/smi_table_580_a100.txt")
+
+
+def _app_exception_with(tmp_path, smi: str):
+    files = {p.name: _read(p) for p in _APP_EXC.iterdir() if p.is_file()}
+    files["nvidia_smi.txt"] = smi
+    return _bundle(tmp_path, files).verdict
+
+
+def test_a_volatile_ecc_count_does_not_outrank_the_jobs_own_exception(tmp_path):
+    row = "|   1  NVIDIA A100-SXM4-40GB          On  |   00000000:10:1D.0 Off |                    0 |"
+    assert row in _SMI
+    v = _app_exception_with(tmp_path, _SMI.replace(row, row[:-3] + "1 |"))
+    assert any("gpu_memory_ecc carries no time" in line for line in v.trace), v.trace
+    assert (v.category.value, v.cause) == ("config", "app_error")
+
+
+def test_the_same_table_without_an_error_changes_nothing(tmp_path):
+    # near miss: the real table as published (no uncorrectable error): the exception alone decides
+    v = _app_exception_with(tmp_path, _SMI)
+    assert not any("carries no time" in line for line in v.trace)
+    assert (v.category.value, v.cause, v.confidence) == ("config", "app_error", 0.7)
+
+
+# ---------------------------------------------------------------- audit 7 H3: Fabric Manager with nothing to manage
+
+# data-infra/cube-studio#29: a 2x RTX 4090 host's journal when Fabric Manager starts (verbatim text; host name replaced
+# by "vm", date moved to the lab bundle's day -- as audit 7's probe p4).  fixtures/lab/output/lab-torchrun-sigkill:
+# a real run whose rank 1 dies of SIGKILL (no OOM kill).
+_SIGKILL = FIXTURES / "lab/output/lab-torchrun-sigkill/bundle"
+_FM_NOTHING = (
+    "Nov 29 08:22:45 vm nvidia-fabricmanager-start.sh[4753]: Detected Pre-NVL5 system\n"
+    "Nov 29 08:22:45 vm nvidia-fabricmanager-start.sh[4756]: request to query NVSwitch device information from "
+    "NVSwitch driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]\n"
+    'Nov 29 08:22:45 vm nvidia-fabricmanager-start.sh[4753]: "/usr/bin/nv-fabricmanager -c '
+    '/usr/share/nvidia/nvswitch/fabricmanager.cfg" failed! Exit code: 1\n'
+    "Nov 29 08:22:45 vm systemd[1]: nvidia-fabricmanager.service: Control process exited, code=exited, "
+    "status=1/FAILURE\n")
+
+
+def _sigkill_with_journal(tmp_path, journal: str):
+    files = {p.name: _read(p) for p in _SIGKILL.iterdir() if p.is_file()}
+    files["journalctl.txt"] = journal
+    return _bundle(tmp_path, files).verdict
+
+
+def test_fabric_manager_with_no_nvswitch_to_manage_is_no_fabric_failure(tmp_path):
+    v = _sigkill_with_journal(tmp_path, _FM_NOTHING)
+    assert any("Fabric Manager found no NVSwitch to manage" in line for line in v.trace), v.trace
+    assert v.cause != "nvls_fabric"
+
+
+def test_a_fabric_manager_failure_on_an_nvswitch_host_still_reads(tmp_path):
+    # near miss: the same start failure without the driver's "nothing to do" (an NVSwitch host whose FM failed)
+    nothing = [line for line in _FM_NOTHING.splitlines(keepends=True) if "NV_WARN_NOTHING_TO_DO" in line]
+    assert len(nothing) == 1
+    v = _sigkill_with_journal(tmp_path, _FM_NOTHING.replace(nothing[0], ""))
+    assert not any("Fabric Manager found no NVSwitch" in line for line in v.trace), v.trace
+    assert any("fabric_manager_failure" in line for line in v.trace)
