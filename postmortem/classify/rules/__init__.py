@@ -9,9 +9,9 @@ from postmortem.classify.rules.catalog import CatalogReadings
 from postmortem.classify.rules.comms import (GlooHostOnlyRemote, HostOnlySocketInterface, KernelRdmaFault, NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
                                              RefusedWhilePeerWaited, SilentCollectiveHang, StoreServerWaited)
 from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, EnomemUnderMemlock, HighHostMemoryThenDeath,
-                                              KilledWithoutReason, MeasuredLimit, MemoryLimitSet,
+                                              KilledWithoutReason, MeasuredLimit, MemoryLimitSet, PidsLimitRefused,
                                               ShmFullInPython, ShmSmallBesideFailure, SigbusContext, StorePortTaken, ForkEnomem)
-from postmortem.classify.rules.hang import FlightRecorderHang, StacksAtTimeout
+from postmortem.classify.rules.hang import CgroupHeldBack, FlightRecorderHang, StacksAtTimeout
 from postmortem.classify.rules.hardware import GpuHealth
 from postmortem.classify.rules.interfaces import InterfaceFaults, TcpConnectionLosses
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
@@ -33,11 +33,13 @@ RULES: tuple[Rule, ...] = (
     MemoryLimitSet(),
     CgroupOomKills(),
     MeasuredLimit(),
+    PidsLimitRefused(),
     EnomemUnderMemlock(),
     CudaBuildNewerThanDriver(),
     NcclStoppedDuringInit(),
     FlightRecorderHang(),
     StacksAtTimeout(),
+    CgroupHeldBack(),
     KernelRdmaFault(),
     HostOnlySocketInterface(),
     GlooHostOnlyRemote(),
