@@ -225,6 +225,11 @@ def _explained(scores: dict[str, float], k: Knowledge, trace: list[str],
             if (other in scores and by_cause is not None and case is not None
                     and _came_after(cause, other, by_cause, k, case, trace)):
                 continue
+            if (by_cause is not None and other in by_cause and k.causes[other].category != k.causes[cause].category
+                    and _unlinked(by_cause.get(cause, ()))):
+                trace.append(f"resolve: {other} is no fallout of {cause}: {cause} rests on counts that name "
+                             f"no victim and no time")
+                continue
             if other in scores and other not in out and scores[other] <= scores[cause] + EXPLAINS_MARGIN:
                 out.add(other)
                 trace.append(f"resolve: {other} ({scores[other]:.2f}) is explained by {cause} ({scores[cause]:.2f})")
@@ -284,6 +289,14 @@ def _first_span(findings) -> tuple | None:
     return (None if None in lows else min(lows)), (min(highs) if highs else None), min(f.first_at for f in timed)  # type: ignore[type-var]
 
 
+def _unlinked(findings) -> bool:
+    """A cause whose every sign counts kills without naming a victim or a time
+    (catalogs/readings.toml [fallout] unlinked_signals): it links no failure of the job to itself."""
+    from postmortem.classify.rules.catalog import _readings
+    unlinked = set(_readings()["fallout"]["unlinked_signals"])
+    return bool(findings) and all(f.signal in unlinked for f in findings)
+
+
 def _gpu_error_reading(f: Finding) -> bool:
     """A finding that reads a GPU error (catalogs/readings.toml [fallout] gpu_error_signals)."""
     from postmortem.classify.rules.catalog import _readings
@@ -337,7 +350,7 @@ def _pick_root(by_cause, scores, k, trace) -> str | None:
                      "their order is not known")
     # Category precedence only lets a cause that could be claimed on its own signs take
     # the root from a better-supported one: one weak hint never outranks a specific line.
-    able = [c for c in contenders if c == best or _claimable(by_cause[c], [])]
+    able = [c for c in contenders if c == best or (_claimable(by_cause[c], []) and not _unlinked(by_cause[c]))]
     pick = max(able, key=lambda c: (PRECEDENCE[k.causes[c].category], scores[c]))
     # A cause with no time at all (a snapshot's counters: nvidia-smi's volatile ECC counts span
     # every job since the driver loaded) takes no root by its category's precedence from a cause
