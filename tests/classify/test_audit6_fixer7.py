@@ -1,4 +1,4 @@
-"""Audit 6 leftovers (H10's time test, M9, M5) and audit 7 H1-H3, taken by the round-7 fixer, each with
+"""Audit 6 leftovers (H10's time test, M9, M5) and audit 7 H1-H3 and M4, taken by the round-7 fixer, each with
 the real line that was over-claimed and a near miss.  Bundles are arranged at test time from real
 files and lines (sources named beside them); any edit made at test time is marked."""
 from __future__ import annotations
@@ -264,3 +264,26 @@ def test_a_fabric_manager_failure_on_an_nvswitch_host_still_reads(tmp_path):
     v = _sigkill_with_journal(tmp_path, _FM_NOTHING.replace(nothing[0], ""))
     assert not any("Fabric Manager found no NVSwitch" in line for line in v.trace), v.trace
     assert any("fabric_manager_failure" in line for line in v.trace)
+
+
+# ---------------------------------------------------------------- audit 7 M4: a peer's fallout is no other death
+
+# fixtures/bundles/lab-torchrun-oom-cgroup: a real run whose rank 1 (pid 24650, named in train.log) the memcg OOM
+# killer ended; train.log CUT AT TEST TIME after line 27 (marked): rank 0's gloo "Connection closed by peer"
+# traceback and torchrun's SIGTERM kept, torchrun's ChildFailedError table (printed on the dead rank's node) left out.
+_OOM_CGROUP = FIXTURES / "bundles/lab-torchrun-oom-cgroup/bundle"
+
+
+def test_a_survivors_connection_error_does_not_move_the_oom_kill_elsewhere(tmp_path):
+    files = {p.name: _read(p) for p in _OOM_CGROUP.iterdir() if p.is_file()}
+    files["train.log"] = "".join(files["train.log"].splitlines(keepends=True)[:27])
+    assert "rank 1/2 pid 24650" in files["train.log"] and "ChildFailedError" not in files["train.log"]
+    v = _bundle(tmp_path, files).verdict
+    assert not any("hit another process" in line for line in v.trace), v.trace
+    assert v.cause == "host_oom"
+
+
+def test_a_job_that_died_of_its_own_error_still_points_the_kill_elsewhere():
+    # near miss: fixtures/bundles/lab-mlock-ctypes-enomem -- the job died of its own OSError, the OOM kill was another's
+    v = analyze(FIXTURES / "bundles/lab-mlock-ctypes-enomem/bundle").verdict
+    assert any("the job died otherwise" in line and "hit another process" in line for line in v.trace), v.trace
