@@ -30,7 +30,7 @@ import re
 from collections import Counter
 from typing import Iterable, Iterator
 
-from postmortem import bundle, knowledge
+from postmortem import bundle, fold, knowledge
 from postmortem.budget import Meter
 from postmortem.parsers import _SEEN_CAP, TextResult, _feed, _instances, _is_busy, _offer, _safely, _wants
 from postmortem.parsers.base import Line, LineParser, Sink
@@ -182,13 +182,15 @@ class _Reader:
     """The state of one artifact's reading: the parsers, the matcher, the block they are in."""
 
     def __init__(self, path: str, host: str | None, k: knowledge.Knowledge | None,
-                 numbering: Iterator[int] | None, shared: dict[str, int] | None = None) -> None:
+                 numbering: Iterator[int] | None, shared: dict[str, int] | None = None,
+                 early: fold.AsRead | None = None) -> None:
         self.path, self.host = path, host
         self.sink = Sink(numbering=numbering) if numbering is not None else Sink()
         # Stand-ins for parsers whose modules are not imported yet, as parse_text has them
         # (parsers/__init__.py, index.json): a bundle of NCCL logs never imports the others.
         self.parsers = _instances(path, self.sink)
         self.nccl = next(p for p in self.parsers if isinstance(p, NcclParser))
+        self.early = self.nccl.early = early
         # Whether the NCCL parser can be inside a block at all (`busy` is only ever False
         # unless a subclass overrides it): asked after each line it claims only if so.
         self.nccl_blocks = type(self.nccl).busy is not LineParser.busy
@@ -419,7 +421,7 @@ class _Reader:
         self.repeats = meter.budget.repeats if meter is not None else None
         for data in blocks(lines._chunks(), block_bytes):  # noqa: SLF001 - the budgeted byte source
             if meter is not None:
-                if meter.events + len(self.sink.events) > meter.budget.events:
+                if meter.events + len(self.sink.events) + len(self.nccl.deferred) > meter.budget.events:
                     meter.stop(f"event budget of {meter.budget.events} events reached")
                 if meter.out_of_time():
                     return f"stopped at line {self.n}: {meter.stopped}"
@@ -429,6 +431,16 @@ class _Reader:
     def finish(self, stopped: str = "") -> TextResult:
         for p in self.parsers:
             _safely(self.sink, p, p.finish)
+        if self.early is not None:  # plain INFO copies folded into earlier files' events (fold.AsRead)
+            nccl = self.nccl
+            kept = self.early.file_done(self.sink.events, [(line.path, line.no, where["host"], where["pid"],
+                                                            where["tid"], line.rank, shape, data)
+                                                           for _, line, where, shape, data in nccl.deferred])
+            if kept is None:
+                nccl.materialize()
+            else:
+                self.sink.events[:] = kept
+                nccl.deferred = []
         return TextResult(self.sink, self.n, self.unclaimed, tuple(sorted(self.used)), self.repeated, stopped)
 
 
@@ -439,10 +451,13 @@ def applies(entry: bundle.Entry, compressed: bool, encoding: str | None) -> bool
 
 def scan_text(path: str, lines: bundle.Lines, host: str | None = None, k: knowledge.Knowledge | None = None,
               numbering: Iterator[int] | None = None, meter: Meter | None = None,
-              block_bytes: int = BLOCK_BYTES, shared: dict[str, int] | None = None) -> TextResult:
+              block_bytes: int = BLOCK_BYTES, shared: dict[str, int] | None = None,
+              early: fold.AsRead | None = None) -> TextResult:
     """Read one text artifact through the scanning stage; the same result as parse_text.
     `lines` supplies the bytes (bundle.Lines keeps the bundle's byte and time budget and
     notes a stream that breaks off) and receives the count of cut lines.  `shared`: one
-    dict per analysis (and knowledge) for classes of lines shared between its files."""
-    reader = _Reader(path, host, k, numbering, shared)
+    dict per analysis (and knowledge) for classes of lines shared between its files.
+    `early`: one per process's reading, to fold plain INFO copies as they are read (the
+    result's events are then what fold.AsRead.file_done keeps)."""
+    reader = _Reader(path, host, k, numbering, shared, early)
     return reader.finish(reader.read(lines, meter, block_bytes))

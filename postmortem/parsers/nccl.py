@@ -156,6 +156,10 @@ class NcclParser(LineParser):
         self.repeat_target: dict | None = None
         self._rings: set[tuple] = set()
         self._plain: dict[str, dict] = {}  # message shape -> data of its first nccl.info event
+        # Folding as read (fold.AsRead, set by postmortem/scan.py): a plain event whose shape an
+        # earlier file leads is deferred, (number, line, where, dev, shape, data), not made.
+        self.early = None
+        self.deferred: list[tuple] = []
 
     def feed(self, line: Line) -> bool:
         self.repeat_target = None
@@ -323,10 +327,32 @@ class NcclParser(LineParser):
             if where["pid"] is not None and len(seen["pids"]) < _MAX_LISTED and where["pid"] not in seen["pids"]:
                 seen["pids"].append(where["pid"])
             return
-        ev = self.sink.event(line, "nccl.info", Severity.INFO, **where, msg=msg, dev=dev, count=1,
-                             pids=[where["pid"]] if where["pid"] is not None else [])
+        pids = [where["pid"]] if where["pid"] is not None else []
+        early = self.early
+        if early is not None and where["stamp"] is None and line.rank is None and early.leader(shape, line.path):
+            data = {"msg": msg, "dev": dev, "count": 1, "pids": pids}  # what the event's data would be
+            self.deferred.append((next(self.sink.numbering), line, where, shape, data))
+            self._plain[shape] = self.repeat_target = data
+            return
+        ev = self.sink.event(line, "nccl.info", Severity.INFO, **where, msg=msg, dev=dev, count=1, pids=pids)
         self._plain[shape] = ev.data  # type: ignore[assignment]
         self.repeat_target = ev.data
+
+    def materialize(self) -> None:
+        """The deferred plain events made after all (their file has a printed time: fold.AsRead),
+        each with the number it drew, at its place in reading order."""
+        sink, deferred, self.deferred = self.sink, self.deferred, []
+        numbering = sink.numbering
+        for seq, line, where, _shape, data in deferred:
+            sink.numbering = iter((seq,))
+            ev = sink.event(line, "nccl.info", Severity.INFO, **where, msg=data["msg"], dev=data["dev"],
+                            count=data["count"], pids=data["pids"])
+            sink.events.pop()
+            at = len(sink.events)
+            while at and sink.events[at - 1].seq > ev.seq:
+                at -= 1
+            sink.events.insert(at, ev)
+        sink.numbering = numbering
 
     def _transport(self, line: Line, channel: dict, where: dict, dev: int | None) -> None:
         """One event per distinct connection of a process; its `channels` list grows.
