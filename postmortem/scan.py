@@ -226,7 +226,7 @@ class _Reader:
             self.used.add(self.matcher.name)
         return claimed_by
 
-    def quick(self, raw: str, no: int, kind: int):
+    def quick(self, raw: str, no: int, kind: int, thread: tuple | None = None):
         """`one` for a routine or context line while no parser is inside a block: its class
         says what `one` would find (the line is not wrapped, only the NCCL parser wants a
         routine line, no parser wants a context line), so the wrapper strip and the other
@@ -235,6 +235,9 @@ class _Reader:
         claimed = None
         if kind == ROUTINE or kind == QUIET:
             nccl = self.nccl
+            if kind == QUIET and thread is not None and self.early is not None and nccl.fold_copy(line, thread):
+                self.used.add(nccl.name)  # a plain copy of another file's INFO line: deferred (fold.AsRead)
+                return nccl
             if _feed(self.sink, nccl, line):
                 self.used.add(nccl.name)
                 if self.nccl_blocks and _is_busy(self.sink, nccl):
@@ -381,7 +384,8 @@ class _Reader:
                 processed[key] = processed.get(key, 0) + 1
                 nccl.repeat_target = None
                 matcher.repeat_targets = []
-                claimed = self.one(lines[i], base + i + 1) if self.in_block else self.quick(lines[i], base + i + 1, kind)
+                claimed = self.one(lines[i], base + i + 1) if self.in_block else \
+                    self.quick(lines[i], base + i + 1, kind, thread)
                 if key in targets:
                     pass
                 elif kind == CONTEXT or claimed is nccl:

@@ -338,6 +338,39 @@ class NcclParser(LineParser):
         self._plain[shape] = ev.data  # type: ignore[assignment]
         self.repeat_target = ev.data
 
+    def fold_copy(self, line: Line, thread: tuple) -> bool:
+        """What `feed` does with a line when that is deferring a plain INFO copy (see _plain_info),
+        done without the general path, or False (nothing done) when it would do anything else.
+        `thread`: the (host, pid, tid) strings of the line's `host:pid:tid` prefix (scan.py)."""
+        early = self.early
+        text = line.text
+        if early is None or self._chains or self._last_warn or line.rank is not None or line.stamp is not None \
+                or text[:1] == "[":
+            return False
+        head, mark, msg = text.partition(_INFO_MARK)
+        host, pid, tid = thread
+        core = f"{host}:{pid}:{tid}"
+        if not mark or not head.startswith(core):
+            return False
+        rest = head[len(core):]  # `` or ` [dev]`, as _INFO_PREFIX reads it
+        if rest:
+            dev_s = rest[2:-1]
+            if rest[:2] != " [" or rest[-1] != "]" or not (dev_s[1:] if dev_s[:1] == "-" else dev_s).isdecimal():
+                return False
+            dev = int(dev_s)
+        else:
+            dev = None
+        about = _about(msg)
+        shape = about.plain
+        if shape is None or about.chain or about.grammar or about.channel or about.abort or shape in self._plain \
+                or not early.leader(shape, line.path):
+            return False
+        where = {"host": host, "pid": int(pid), "tid": int(tid), "stamp": None}
+        data = {"msg": msg, "dev": dev, "count": 1, "pids": [where["pid"]]}
+        self.deferred.append((next(self.sink.numbering), line, where, shape, data))
+        self._plain[shape] = self.repeat_target = data
+        return True
+
     def materialize(self) -> None:
         """The deferred plain events made after all (their file has a printed time: fold.AsRead),
         each with the number it drew, at its place in reading order."""
