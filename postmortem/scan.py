@@ -35,7 +35,7 @@ from postmortem.budget import Meter
 from postmortem.parsers import _SEEN_CAP, TextResult, _feed, _instances, _is_busy, _offer, _safely, _wants
 from postmortem.parsers.base import Line, LineParser, Sink
 from postmortem.parsers.messages import MessageMatcher
-from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain
+from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain, plain_shape
 from postmortem.parsers.wrappers import clean, strip
 
 # Artifacts at least this big go through the scanning stage; smaller ones line by line.
@@ -50,6 +50,9 @@ INERT, ROUTINE, CONTEXT, ONE_BY_ONE = 0, 1, 2, 3
 # A routine line no known message matches (most of them): the matcher is not asked again
 # (its keyword prefilter costs microseconds a line, as much as the NCCL parser's work).
 QUIET = 4
+# A quiet line whose message is an unstructured INFO one (NcclParser._plain_info): a copy of
+# another file's may be folded as read (fold.AsRead, NcclParser.fold_copy).
+PLAIN = 5
 
 # `host:pid:tid ` at the start of an NCCL line; its digits are masked in the key of the
 # bundle-wide class cache (_Reader.kind), so rank 7's line finds rank 3's class.
@@ -233,9 +236,9 @@ class _Reader:
         parsers' prefilters are skipped."""
         line = Line(self.path, no, raw, raw, self.host)
         claimed = None
-        if kind == ROUTINE or kind == QUIET:
+        if kind == ROUTINE or kind == QUIET or kind == PLAIN:
             nccl = self.nccl
-            if kind == QUIET and thread is not None and self.early is not None and nccl.fold_copy(line, thread):
+            if kind == PLAIN and thread is not None and self.early is not None and nccl.fold_copy(line, thread):
                 self.used.add(nccl.name)  # a plain copy of another file's INFO line: deferred (fold.AsRead)
                 return nccl
             if _feed(self.sink, nccl, line):
@@ -245,7 +248,7 @@ class _Reader:
                 claimed = nccl
             else:
                 self.unclaimed += 1
-        if kind != QUIET and self.matcher.feed(line):  # a routine line may carry a context message (a version)
+        if kind != QUIET and kind != PLAIN and self.matcher.feed(line):  # a routine line may carry a context message (a version)
             self.used.add(self.matcher.name)
         return claimed
 
@@ -297,7 +300,7 @@ class _Reader:
             if len(shared) < _KINDS_CAP:
                 shared[key] = got[0]
             return got
-        if got != ROUTINE and got != QUIET:
+        if got != ROUTINE and got != QUIET and got != PLAIN:
             return got, None
         return got, known[1]
 
@@ -318,7 +321,9 @@ class _Reader:
         m = _INFO_PREFIX.fullmatch(head) if mark else None
         if m is None or fast_chain(msg) is not None or _ABORT.search(msg):
             return ONE_BY_ONE, None
-        return (ROUTINE if said else QUIET), (m["host"], m["pid"], m["tid"])
+        if said:
+            return ROUTINE, (m["host"], m["pid"], m["tid"])
+        return (PLAIN if m["ts"] is None and plain_shape(msg) is not None else QUIET), (m["host"], m["pid"], m["tid"])
 
     def block(self, data: bytes) -> int:
         """One newline-aligned piece of the artifact.
@@ -376,7 +381,7 @@ class _Reader:
                 i = todo[t]
             key = keys[i]
             kind, thread = kinds[key]
-            if kind == QUIET or kind == ROUTINE or kind == CONTEXT:
+            if kind == QUIET or kind == PLAIN or kind == ROUTINE or kind == CONTEXT:
                 if key in targets and not self.in_block and thread not in nccl._chains \
                         and thread not in nccl._last_warn:
                     i += 1

@@ -102,6 +102,14 @@ def _about(msg: str) -> _About:
     return got
 
 
+def plain_shape(msg: str) -> str | None:
+    """The shape of an unstructured INFO message (one NcclParser._plain_info keeps), or None."""
+    about = _about(msg)
+    if about.chain or about.grammar or about.channel or about.abort:
+        return None
+    return about.plain
+
+
 @functools.lru_cache(maxsize=1024)
 def _stamp(ts: str | None) -> Stamp | None:
     """The 2.26+ strftime prefix (default `%F %T`, local time, no zone)."""
