@@ -26,14 +26,15 @@ from postmortem.parsers.base import Line
 from postmortem.parsers.blocks import RankBlockParser
 
 # `Name: text` is an exception when its last dotted part is a builtin exception or
-# ends in one of these (and has a capitalised stem: `ValueError`, not `Error`/`ERROR`).
+# ends in one of these (and has a capitalised stem: `ValueError`, not `Error`/`ERROR`; a
+# private class keeps its leading underscores: numpy/_core/_exceptions.py `_ArrayMemoryError`).
 EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning", "Interrupt", "Exit", "Failure")
 BUILTIN_EXCEPTIONS = frozenset(
     name for name, obj in vars(builtins).items()
     if isinstance(obj, type) and issubclass(obj, BaseException))
-_SUFFIXED = re.compile(r"[A-Z]\w*(?:%s)" % "|".join(EXCEPTION_SUFFIXES))
+_SUFFIXED = re.compile(r"_*[A-Z]\w*(?:%s)" % "|".join(EXCEPTION_SUFFIXES))
 
-_EXC_LINE = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:%s)(?::|$)" % "|".join(EXCEPTION_SUFFIXES)
+_EXC_LINE = r"(?:[A-Za-z_]\w*\.)*_*[A-Z]\w*(?:%s)(?::|$)" % "|".join(EXCEPTION_SUFFIXES)
 PREFILTER = re.compile(
     r"^\s*(?:(?:Original )?Traceback \(most recent call last\):"
     r"|File \".+\", line \d+(?:, in |$)"

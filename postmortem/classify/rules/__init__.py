@@ -11,7 +11,7 @@ from postmortem.classify.rules.comms import (GlooHostOnlyRemote, HostOnlySocketI
 from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, EnomemUnderMemlock, HighHostMemoryThenDeath,
                                               KilledWithoutReason, MeasuredLimit, MemoryLimitSet,
                                               ShmFullInPython, ShmSmallBesideFailure, SigbusContext, StorePortTaken, ForkEnomem)
-from postmortem.classify.rules.hang import FlightRecorderHang, StacksAtTimeout
+from postmortem.classify.rules.hang import CgroupHeldBack, FlightRecorderHang, StacksAtTimeout
 from postmortem.classify.rules.hardware import GpuHealth
 from postmortem.classify.rules.interfaces import InterfaceFaults, TcpConnectionLosses
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
@@ -38,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     NcclStoppedDuringInit(),
     FlightRecorderHang(),
     StacksAtTimeout(),
+    CgroupHeldBack(),
     KernelRdmaFault(),
     HostOnlySocketInterface(),
     GlooHostOnlyRemote(),

@@ -76,11 +76,14 @@ class AppError(Rule):
         fallout_types = _param(SIGN.app_exception.id, "fallout_types")
         fallout_text = re.compile("|".join(_param(SIGN.app_exception.id, "fallout_text")) or r"(?!)")
         own_code_readings = set(_param(SIGN.app_exception.id, "own_code_readings"))
+        own_write_types = set(_param(SIGN.app_exception.id, "own_write_types"))
         for e in events_of(case, KIND.py_exception):
             if e.ref.path in kernel_files or (e.ref.path, e.ref.line) in explained:
                 continue
-            etype = str(e.data.get("type") or "")
-            if etype.rsplit(".", 1)[-1] in fallout_types or fallout_text.search(e.text):
+            etype = str(e.data.get("type") or "").rsplit(".", 1)[-1]
+            if etype in fallout_types and not (etype in own_write_types and _raised_in_own_code(case, e)):
+                continue
+            if fallout_text.search(e.text):
                 continue
             from postmortem.knowledge import catalog  # here, not at the top: startup time (issue 17)
 
@@ -103,7 +106,8 @@ class AppError(Rule):
                      f"({'raised in the job' + chr(39) + 's own code' if raised_own else 'raised outside the job' + chr(39) + 's own code'})")
         refs = (stack.ref,) if stack else ()
         # One exception is one sign: where it was raised qualifies it, it is no second observation.
-        sign = SIGN.app_exception_in_own_code if raised_own else SIGN.app_exception
+        sign = (SIGN.app_exception_in_own_code if raised_own
+                else SIGN.app_exception_in_dataset if stack and _in_dataset_fetch(stack) else SIGN.app_exception)
         return sign_finding(k, sign, self.id, summary, [e], str(e.data.get("type") or "exception"), extra_refs=refs)
 
     def _native_finding(self, case: Case, k, e: Event, trace: list[str]):
@@ -212,6 +216,14 @@ def _raised_in_own_code(case: Case, e: Event) -> bool:
     """The innermost frame of the exception's traceback is the job's own code."""
     stack = _traceback_of(case, e)
     return bool(stack and stack.frames and _own_frame(stack.frames[0]))
+
+
+def _in_dataset_fetch(stack: Stack) -> bool:
+    """The traceback passes through the DataLoader's fetch (signals.toml app.exception_in_dataset):
+    the job's Dataset or collate function raised it."""
+    wanted = [w.rpartition(":") for w in _param(SIGN.app_exception_in_dataset.id, "fetch_frames")]
+    return any(f.language == "python" and (f.file or "").replace("\\", "/").endswith(path) and f.function == fn
+               for f in stack.frames for path, _, fn in wanted)
 
 
 def _who(e: Event) -> str:

@@ -19,7 +19,7 @@ import re
 from postmortem import stacks as stacklib
 from postmortem.classify.rules.base import Rule, died_of, events_of, sign_finding
 from postmortem.classify.rules.config import TIMEOUT_KINDS
-from postmortem.knowledge.registry import KIND, SIGN, deaths, registry
+from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, registry
 from postmortem.model import Case, Event, Ref, Severity
 
 # What a rank's innermost frames say it was doing: (activity, pattern on normalized frames).
@@ -177,6 +177,52 @@ class FlightRecorderHang(Rule):
             return sign_finding(k, SIGN.flightrec_all_stuck_network, self.id,
                                 summary + f"; network errors: {network[0].ref.describe()}", events + network[:2], "stuck")
         return sign_finding(k, SIGN.flightrec_all_stuck, self.id, summary, events, "stuck")
+
+
+class CgroupHeldBack(Rule):
+    """A collective timed out while a cgroup of the job could not run its tasks: the kernel's
+    freezer held them (strong), or CFS bandwidth control throttled the group in most of its
+    periods (weak).  Its ranks arrived late or never; the others' timeouts are the fallout.
+    Read only beside a hang sign: a frozen or throttled group alone is no failure."""
+
+    id = "cgroup-held-back"
+
+    def findings(self, case, k, trace):
+        facts = [f for f in case.facts if f.name.startswith("cgroup.")]
+        if not facts:
+            return []
+        hang = _hang_signs(case)
+        if not hang:
+            return []
+        out = []
+        frozen = next((f for f in facts if f.name == "cgroup.frozen" and f.value is True), None)
+        if frozen is not None:
+            trace.append(f"{self.id}: a cgroup of the job was frozen ({frozen.ref.describe()}) beside {hang[0].ref.describe()}")
+            out.append(sign_finding(k, SIGN.cgroup_frozen_during_hang, self.id,
+                                    f"the job's cgroup was frozen ({frozen.text or frozen.value}, {frozen.ref.describe()}): "
+                                    "its tasks were stopped by the kernel's freezer (docker pause, a checkpoint tool) "
+                                    f"while its peers waited in a collective until the timeout ({hang[0].ref.describe()})",
+                                    hang[:2], "frozen", extra_refs=(frozen.ref,)))
+        periods = _fact_number(facts, "cgroup.cpu_periods")
+        throttled = _fact_number(facts, "cgroup.cpu_throttled_periods")
+        if periods and throttled is not None and periods[1] >= LIMIT.cpu_periods_min \
+                and throttled[1] / periods[1] >= LIMIT.cpu_throttled_share:
+            quota, period = _fact_number(facts, "cgroup.cpu_quota_us"), _fact_number(facts, "cgroup.cpu_period_us")
+            limit = (f"; its quota is {quota[1] / period[1]:.2f} CPU ({quota[0].ref.describe()})"
+                     if quota and period and period[1] > 0 else "")
+            trace.append(f"{self.id}: cpu.stat throttled {throttled[1]} of {periods[1]} periods ({throttled[0].ref.describe()})")
+            out.append(sign_finding(k, SIGN.cgroup_cpu_throttled_during_hang, self.id,
+                                    f"the job's cgroup was throttled by its CPU limit in {throttled[1]} of {periods[1]} "
+                                    f"periods ({throttled[0].ref.describe()}){limit}: its ranks ran slowly while "
+                                    f"others waited in a collective until the timeout ({hang[0].ref.describe()})",
+                                    hang[:2], "throttled", extra_refs=(throttled[0].ref,)))
+        return out
+
+
+def _fact_number(facts, name: str):
+    """(fact, value) of the first fact of this name holding a number, or None."""
+    return next(((f, f.value) for f in facts if f.name == name and isinstance(f.value, int)
+                 and not isinstance(f.value, bool)), None)
 
 
 def _hang_signs(case: Case) -> list[Event]:

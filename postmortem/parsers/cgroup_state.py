@@ -1,0 +1,107 @@
+"""The CPU, freezer and pids files of a container's cgroup, as `cat` / `head` print them: whether
+the job's tasks could run (frozen, throttled to a CPU quota) and whether its task limit refused
+them (pids).  The files and their lines are the kernel's (Documentation/admin-guide/cgroup-v1/
+freezer-subsystem.rst, cgroup-v1/pids.rst, scheduler/sched-bwc.rst, cgroup-v2.rst "CPU",
+"Freezer", "PID" interface files).
+
+Three shapes of the same files:
+
+* a header naming the file, then its lines: `$ cat /sys/fs/cgroup/freezer/job/freezer.state`
+  then `FROZEN` (fixtures/validation23/lab-c/lab5-node1-container-paused-freezer node1_ps.txt),
+  `== /sys/fs/cgroup/cpu/<container>/cpu.stat` then `nr_periods 1609` ...
+  (fixtures/validation24/lab-a/lab6-node0-cpu-limit-10m-straggler), `==> FILE <==` (head);
+* one `FILE: LINE` per line (grep -H, `postmortem collect`'s form for the memory files);
+* cpu.stat's own keys without a header (`nr_throttled 1609`): no other file prints them.
+
+Facts:
+* `cgroup.cpu_periods`, `cgroup.cpu_throttled_periods` — cpu.stat nr_periods / nr_throttled
+  (enforcement periods that elapsed / in which the group ran out of quota);
+* `cgroup.cpu_quota_us`, `cgroup.cpu_period_us` — cpu.cfs_quota_us / cpu.cfs_period_us (v1),
+  cpu.max `QUOTA PERIOD` (v2); `unlimited` for -1 / `max`;
+* `cgroup.frozen` — True for freezer.state FROZEN or FREEZING (v1), cgroup.freeze 1 or
+  cgroup.events `frozen 1` (v2); False for THAWED / 0;
+* `cgroup.pids_max` (`unlimited` for `max`), `cgroup.pids_max_hits` — pids.events `max N`: task
+  creations (fork, clone of a thread) the limit refused.
+"""
+from __future__ import annotations
+
+import re
+
+from postmortem.parsers.base import Line, LineParser
+
+_FILES = r"cpu\.stat|cpu\.max|cpu\.cfs_quota_us|cpu\.cfs_period_us|freezer\.state|cgroup\.freeze|cgroup\.events|pids\.max|pids\.events"
+_HEADER = re.compile(r"^(?:\$ ?(?:sudo )?(?:cat|head(?: -n ?\d+)?) +|==>? ?)(?P<path>/\S*?(?P<file>" + _FILES
+                     + r"))(?: ?<==| ?==)?\s*(?:#.*)?$")
+_ONE_LINE = re.compile(r"^(?P<path>/\S*?(?P<file>" + _FILES + r")):\s*(?P<value>\S.*?)\s*$")
+_CPU_STAT_KEY = re.compile(r"^(?P<key>nr_periods|nr_throttled) +(?P<n>\d{1,19})\s*$")
+_VALUE = re.compile(r"^(?:-?\d{1,19}|max|FROZEN|FREEZING|THAWED|[a-z_]+ -?\d{1,19}|(?:max|\d{1,19}) \d{1,19})\s*$")
+
+PREFILTER = re.compile(r"^(?:\$ ?(?:sudo )?(?:cat|head)\b.*/(?:" + _FILES + r")\b|==>? ?/\S*/(?:" + _FILES + r")\b"
+                       r"|/\S*/(?:" + _FILES + r"):|(?:nr_periods|nr_throttled) \d)")
+
+# (file, key or None) -> fact
+_KEYED = {("cpu.stat", "nr_periods"): "cgroup.cpu_periods", ("cpu.stat", "nr_throttled"): "cgroup.cpu_throttled_periods",
+          ("pids.events", "max"): "cgroup.pids_max_hits", ("cgroup.events", "frozen"): "cgroup.frozen"}
+_SINGLE = {"cpu.cfs_quota_us": "cgroup.cpu_quota_us", "cpu.cfs_period_us": "cgroup.cpu_period_us",
+           "pids.max": "cgroup.pids_max", "cgroup.freeze": "cgroup.frozen", "freezer.state": "cgroup.frozen"}
+_FREEZER = {"FROZEN": True, "FREEZING": True, "THAWED": False}
+
+
+class CgroupStateParser(LineParser):
+    name = "cgroup_state"
+    order = 125
+    prefilter = PREFILTER
+
+    def __init__(self, path, sink) -> None:
+        super().__init__(path, sink)
+        self._file: str | None = None   # the file a header named, whose lines follow
+
+    @property
+    def busy(self) -> bool:
+        return self._file is not None
+
+    def feed(self, line: Line) -> bool:
+        text = line.text.strip()
+        if self._file is not None:
+            if _VALUE.match(text):
+                self._value(line, self._file, text)
+                return True
+            self._file = None
+        if m := _HEADER.match(text):
+            self._file = m.group("file")
+            return True
+        if m := _ONE_LINE.match(text):
+            if _VALUE.match(m.group("value")):
+                self._value(line, m.group("file"), m.group("value"))
+            return True
+        if m := _CPU_STAT_KEY.match(text):
+            self._value(line, "cpu.stat", text)
+            return True
+        return False
+
+    def finish(self) -> None:
+        self._file = None
+
+    def _value(self, line: Line, file: str, value: str) -> None:
+        words = value.split()
+        if file == "cpu.max" and len(words) == 2:
+            quota, period = words
+            self.sink.fact(line, "cgroup.cpu_quota_us", "unlimited" if quota == "max" else int(quota), "us", value)
+            self.sink.fact(line, "cgroup.cpu_period_us", int(period), "us", value)
+            return
+        if len(words) == 2 and (fact := _KEYED.get((file, words[0]))):
+            n = int(words[1])
+            self.sink.fact(line, fact, bool(n) if fact == "cgroup.frozen" else n, text=value)
+            return
+        fact = _SINGLE.get(file)
+        if fact is None or len(words) != 1:
+            return
+        word = words[0]
+        if fact == "cgroup.frozen":
+            frozen = _FREEZER.get(word, word == "1" if word in ("0", "1") else None)
+            if frozen is not None:
+                self.sink.fact(line, fact, frozen, text=value)
+        elif word == "max" or (fact == "cgroup.cpu_quota_us" and word == "-1"):
+            self.sink.fact(line, fact, "unlimited", text=value)
+        elif word.isdecimal():
+            self.sink.fact(line, fact, int(word), "us" if fact.startswith("cgroup.cpu_") else "", value)

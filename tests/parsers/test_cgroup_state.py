@@ -1,0 +1,51 @@
+"""cgroup cpu / freezer / pids files (parsers/cgroup_state.py): real files from
+fixtures/cgroup_state/make.sh (this machine's cgroup v1 kernel) and the lab bundles."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from postmortem.parsers import parse_text
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = ROOT / "fixtures" / "cgroup_state"
+
+
+def _facts(path: Path) -> dict:
+    result = parse_text(path.name, path.read_text(encoding="utf-8").splitlines())
+    assert not result.sink.problems and result.unclaimed == 0
+    return {f.name: f.value for f in result.sink.facts}
+
+
+def test_cpu_files_after_a_header_give_quota_period_and_throttled_periods():
+    starved = _facts(HERE / "cpu_starved.txt")
+    assert starved["cgroup.cpu_quota_us"] == 5000 and starved["cgroup.cpu_period_us"] == 100000
+    assert starved["cgroup.cpu_periods"] == 16 and starved["cgroup.cpu_throttled_periods"] == 15
+    generous = _facts(HERE / "cpu_generous.txt")
+    assert generous["cgroup.cpu_throttled_periods"] == 0 and generous["cgroup.cpu_periods"] == 15
+
+
+def test_freezer_state_after_cat_and_in_grep_form():
+    result = parse_text("freezer.txt", (HERE / "freezer.txt").read_text(encoding="utf-8").splitlines())
+    assert [(f.name, f.value) for f in result.sink.facts] == [("cgroup.frozen", True), ("cgroup.frozen", False)]
+
+
+def test_pids_limit_and_refusals_from_a_lab_bundle():
+    facts = _facts(ROOT / "fixtures/validation23/lab-c/lab5-container-pids-limit-omp-threads/bundle/container_pids_cgroup.txt")
+    assert facts["cgroup.pids_max"] == 24 and facts["cgroup.pids_max_hits"] == 4
+
+
+def test_cgroup_v2_cpu_max_and_events():
+    # cgroup-v2.rst: cpu.max is "$MAX $PERIOD"; cgroup.events holds "populated N" and "frozen N".
+    # (Written at test time in the kernel's documented form: this host mounts cgroup v1.)
+    lines = ["$ cat /sys/fs/cgroup/job/cpu.max", "max 100000", "/sys/fs/cgroup/job/cgroup.events:frozen 1",
+             "/sys/fs/cgroup/job/pids.max:max"]
+    result = parse_text("cg.txt", lines)
+    facts = {f.name: f.value for f in result.sink.facts}
+    assert facts == {"cgroup.cpu_quota_us": "unlimited", "cgroup.cpu_period_us": 100000, "cgroup.frozen": True,
+                     "cgroup.pids_max": "unlimited"}
+
+
+def test_a_value_line_without_its_header_is_not_read():
+    # near miss: "FROZEN" or a bare number alone names no file
+    result = parse_text("x.txt", ["FROZEN", "24", "max 4"])
+    assert not result.sink.facts
