@@ -301,7 +301,7 @@ def callgrind(bundle: Path, tmp: Path, jobs: tuple[int, ...] = (1, 0)) -> None:
     grep_ir = sum(irs(["grep", "-rcE", GREP_TOKENS, str(bundle)], "grep"))
     for j in jobs:
         got = irs(PM + ["analyze", str(bundle), "--html", "-", "--json", str(tmp / f"cg-{j}.json"), "-q",
-                        "--jobs", str(j)], f"pm{j}")
+                        "--jobs", str(j), "--no-time-limit"], f"pm{j}")   # valgrind is ~50x slower: no limit
         print(f"callgrind --jobs {j}: {sum(got) / 1e9:6.2f} G instructions in {len(got)} process(es) "
               f"({', '.join(f'{c / 1e9:.2f}' for c in got)}); grep {grep_ir / 1e9:.3f} G", flush=True)
 

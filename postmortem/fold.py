@@ -151,26 +151,29 @@ class AsRead:
     plain events as leaders of the shapes that have none yet: the first in reading order,
     as fold() picks.  `apply` gives the leaders their grown data; fold() then folds the
     rest (other processes' groups) on top, which it does alike (associative).  One per
-    process and group of files (run._Collected); every path read once."""
+    process and group of files (run._Collected).  Off (`on` False) for a bundle that holds
+    one path twice (archive members of one name): fold() tells printed times by path, which
+    only the end of the bundle settles."""
 
-    __slots__ = ("leaders", "grown", "folded")
+    __slots__ = ("leaders", "grown", "folded", "on")
 
-    def __init__(self) -> None:
+    def __init__(self, on: bool = True) -> None:
         self.leaders: dict[str, Event] = {}   # shape -> its leading event (an earlier file's)
         self.grown: dict[int, tuple[Event, dict]] = {}  # id(leader) -> (leader, its new data)
         self.folded = 0                       # lines' events folded here instead of made
+        self.on = on
 
     def leader(self, shape: str, path: str) -> bool:
         """Whether a plain event of `shape` read in `path` would be folded into another file's."""
         lead = self.leaders.get(shape)
-        return lead is not None and lead.ref.path != path
+        return lead is not None and lead.ref.path != path and self.on
 
     def file_done(self, events: list[Event], deferred: Sequence[tuple] = ()) -> list[Event] | None:
         """The end of one file: its events in reading order, and the (path, line, host, pid, tid,
         rank, shape, data) of the plain events its parser deferred.  The events it keeps (the
         rest folded here, as fold() folds them), or None when the file has a printed time:
         then nothing folds and the caller makes the deferred events."""
-        if any(e.stamp is not None for e in events):
+        if not self.on or any(e.stamp is not None for e in events):
             return None
         leaders = self.leaders
         kept = []

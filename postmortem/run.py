@@ -68,6 +68,8 @@ def _analyze(path: Path, options: Options) -> Analysis:
     meter = Meter(options.budget, options.time_limit, options.clock)
     entries, skipped = bundle.open_bundle(path, meter, options.allow_hardlinks)
     got = _Collected(artifacts=list(skipped), meter=meter)
+    if len({e.path for e in entries}) != len(entries):  # one path twice: fold.py's folding as read is off
+        got.early = fold.AsRead(on=False)
     first = 0
     jobs = parallel.auto_jobs() if options.jobs == 0 else options.jobs
     if parallel.worth_it(entries, jobs, meter):  # several cores, the same result (parallel.py)

@@ -343,13 +343,14 @@ class _Reader:
         if len(counts) > DISTINCT_SHARE * total:  # mostly distinct: classifying them would only add work
             self.line_by_line(lines, base)
             return cut
-        first: dict = {}  # each distinct line's first place; a rank's file has them all early
-        want = len(counts)
-        for i, key in enumerate(keys):
-            if key not in first:
-                first[key] = i
-                if len(first) == want:
-                    break
+        # Each distinct line's first place: the Counter holds them in order of first appearance,
+        # so each is found by a C-level search from the previous one (the piece is scanned once,
+        # up to its last new line, however late that comes).
+        first: dict = {}
+        at = 0
+        index = keys.index
+        for key in counts:
+            at = first[key] = index(key, at)
         todo: list[int] = []  # positions to read one by one while no parser waits
         routine_here = []
         for key, i in first.items():

@@ -202,3 +202,37 @@ def test_a_folded_copy_gets_the_rank_its_own_event_would_get():
     joined = job.join_identities([init] + events)
     assert joined[1].data[fold.MEMBERS] == (("rank1.log", 2, "node3", 101, 108, 3),)
     assert joined[0].rank == 3
+
+
+def test_folding_as_read_with_two_archive_members_of_one_name(tmp_path, monkeypatch):
+    """Two archive members of one name, the second with printed times (the bundle reader names
+    it `dup.log (copy 2)`; were one path read twice, folding as read would be off, fold.AsRead)."""
+    import io
+    import tarfile
+
+    ranks = _ranks(tmp_path / "b", ranks=4)
+    texts = [(ranks / f"nccl_rank{r}.log").read_bytes() for r in range(4)]
+    stamped = b"".join(b"[2026-01-02 03:04:05] " + line + b"\n" for line in texts[3].splitlines())
+    bundle = tmp_path / "bundle.tar"
+    with tarfile.open(bundle, "w") as tar:
+        for name, data in (("rank0.log", texts[0]), ("dup.log", texts[1]), ("rank2.log", texts[2]),
+                           ("dup.log", stamped)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    monkeypatch.setattr(scan, "SCAN_MIN_BYTES", 4 << 10)
+    early, late = _as_read_and_after(bundle, monkeypatch)
+    assert _everything(early) == _everything(late)
+    assert any(fold.members(e) for e in early.case.events)
+    assert {a.path for a in early.case.artifacts} >= {"dup.log", "dup.log (copy 2)"}
+    assert any(p == "dup.log" for e in early.case.events for p, *_ in fold.members(e))
+    assert not any(p == "dup.log (copy 2)" for e in early.case.events for p, *_ in fold.members(e))
+
+
+def test_folding_as_read_when_off_folds_nothing():
+    early = fold.AsRead(on=False)
+    lead = _info("rank0.log", 2, "NET/Plugin : No plugin found", 100, 0)
+    assert early.file_done([lead]) is None and not early.leader(fold._shape(lead.data["msg"]), "rank1.log")
+    on = fold.AsRead()
+    assert on.file_done([lead]) == [lead] and on.leader(fold._shape(lead.data["msg"]), "rank1.log")
+    assert not on.leader(fold._shape(lead.data["msg"]), "rank0.log")   # never into its own file's event
