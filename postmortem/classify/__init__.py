@@ -220,10 +220,23 @@ def _explained(scores: dict[str, float], k: Knowledge, trace: list[str],
                     and not any(_gpu_error_reading(f) for f in by_cause.get(other, ()))):
                 trace.append(f"resolve: {other} is no fallout of {cause}: the job's failure names no GPU error")
                 continue
+            if (by_cause is not None and other in by_cause and k.causes[other].category != k.causes[cause].category
+                    and _unlinked(by_cause.get(cause, ()))):
+                trace.append(f"resolve: {other} is no fallout of {cause}: {cause} rests on counts that name "
+                             f"no victim and no time")
+                continue
             if other in scores and other not in out and scores[other] <= scores[cause] + EXPLAINS_MARGIN:
                 out.add(other)
                 trace.append(f"resolve: {other} ({scores[other]:.2f}) is explained by {cause} ({scores[cause]:.2f})")
     return out
+
+
+def _unlinked(findings) -> bool:
+    """A cause whose every sign counts kills without naming a victim or a time
+    (catalogs/readings.toml [fallout] unlinked_signals): it links no failure of the job to itself."""
+    from postmortem.classify.rules.catalog import _readings
+    unlinked = set(_readings()["fallout"]["unlinked_signals"])
+    return bool(findings) and all(f.signal in unlinked for f in findings)
 
 
 def _gpu_error_reading(f: Finding) -> bool:
@@ -272,7 +285,7 @@ def _pick_root(by_cause, scores, k, trace) -> str | None:
         return first
     # Category precedence only lets a cause that could be claimed on its own signs take
     # the root from a better-supported one: one weak hint never outranks a specific line.
-    able = [c for c in contenders if c == best or _claimable(by_cause[c], [])]
+    able = [c for c in contenders if c == best or (_claimable(by_cause[c], []) and not _unlinked(by_cause[c]))]
     pick = max(able, key=lambda c: (PRECEDENCE[k.causes[c].category], scores[c]))
     if pick != best:
         trace.append(f"resolve: no common clock; {pick} ({k.causes[pick].category}) explains {best}: root is {pick}")

@@ -8,6 +8,7 @@ from pathlib import Path
 from postmortem import knowledge
 from postmortem.classify import rules
 from postmortem.classify.rules.hang import CgroupHeldBack
+from postmortem.classify.rules.config import PidsLimitRefused
 from postmortem.parsers.pytrace import is_exception_name
 from postmortem.run import analyze
 
@@ -148,3 +149,52 @@ def test_a_group_that_was_never_throttled_says_nothing(tmp_path):
     # near miss (real): the same loop under a 4-CPU quota, 0 of 15 periods throttled
     a = _bundle(tmp_path, {"node0.log": _timeout_rank0(), "cpu.txt": (_CGROUP / "cpu_generous.txt").read_text(encoding="utf-8")})
     assert not _held_back(a.case)
+
+
+# ---------------------------------------------------------------- a task limit refused the job's threads
+
+_PIDS_LAB = FIXTURES / "validation23/lab-c/lab5-container-pids-limit-omp-threads/bundle"
+_EAGAIN = "libgomp: Thread creation failed: Resource temporarily unavailable\n"     # real: _PIDS_LAB/launcher.log
+_PIDS_KERNEL = "[40728.904542] cgroup: fork rejected by pids controller in /pm5c-job2\n"  # real: _PIDS_LAB/dmesg.txt
+
+
+def test_the_job_s_eagain_and_the_kernel_s_pids_refusal_claim_together():
+    v = analyze(_PIDS_LAB).verdict
+    assert v.cause == "app_error", v.trace
+    assert any("independent weak signs: msg.task_create_eagain, catalog.k.pids_fork_rejected" in t for t in v.trace), v.trace
+    assert any(a.startswith("Lower the threads per process") for a in v.remediation)
+
+
+def test_either_sign_of_a_task_limit_alone_only_leans(tmp_path):
+    a = _bundle(tmp_path / "a", {"launcher.log": _EAGAIN})
+    assert a.verdict.cause == "unknown" and "app_error" in " ".join(a.verdict.trace)
+    b = _bundle(tmp_path / "b", {"dmesg.txt": _PIDS_KERNEL})
+    assert b.verdict.cause == "unknown"
+
+
+def test_the_pids_counter_counts_the_kernel_s_refusals_once():
+    # pids.events `max 4` and the kernel's first-refusal line read the same refused forks
+    from postmortem.knowledge.registry import registry
+    failures = registry().failures
+    assert failures["limits.pids_refused"] == failures["catalog.k.pids_fork_rejected"]
+    case = analyze(_PIDS_LAB).case
+    (f,) = PidsLimitRefused().findings(case, K, [])
+    assert f.signal == "limits.pids_refused" and "refused 4 task creation(s)" in f.summary and "limit of 24" in f.summary
+
+
+def test_a_refused_count_without_the_job_s_eagain_says_nothing(tmp_path):
+    # near miss: the group's counter (real file) with no thread-creation failure in the job's log
+    text = (_PIDS_LAB / "container_pids_cgroup.txt").read_text(encoding="utf-8")
+    a = _bundle(tmp_path, {"container_pids_cgroup.txt": text})
+    assert not PidsLimitRefused().findings(a.case, K, [])
+
+
+def test_a_thread_creation_refused_by_seccomp_is_no_task_limit(tmp_path):
+    # near miss (public: a deployment note quoting OpenBLAS under a strict Docker seccomp profile,
+    # clone3 blocked): EPERM, not EAGAIN -- no limit was reached.
+    a = _bundle(tmp_path, {"worker.log": "OpenBLAS blas_thread_init: pthread_create failed for thread 52 of 64: "
+                                         "Operation not permitted\n"})
+    assert not [e for e in a.case.events if e.kind == "msg.task_create_eagain"]
+    b = _bundle(tmp_path / "b", {"worker.log": "OpenBLAS blas_thread_init: pthread_create failed for thread 26 of 32: "
+                                               "Resource temporarily unavailable\n"})   # public: the same program at RLIMIT_NPROC
+    assert [e for e in b.case.events if e.kind == "msg.task_create_eagain"]

@@ -88,6 +88,14 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "pcie_error", "specific", "the PCIe device could not be recovered"),
     ("k.aer_cant_recover", "aer", "drivers/pci/pcie/err.c", "AER: can't recover (no error_detected callback)",
      "pcie_error", "specific", "the PCIe device could not be recovered"),
+    # task limits (kernel/cgroup/pids.c pids_event: printed the first time a group's pids.max
+    # refuses a fork/clone; pr_cont_cgroup_path appends the group).  A thread counts as a task.
+    # Weak: dmesg is the host's, the group may be another container's; with the job's own
+    # EAGAIN from thread/process creation (messages.toml task_create_eagain) it claims.
+    # app_error: the job's own configuration (threads x workers x ranks) outgrew its container's
+    # limit -- the project's reading where no cause id names the limit.
+    ("k.pids_fork_rejected", "limits", "kernel/cgroup/pids.c", "cgroup: fork rejected by pids controller in %s",
+     "app_error", "subsystem", "a pids cgroup (docker --pids-limit, systemd TasksMax) refused a new task or thread"),
     # network links (the host's NICs, bonds and bridges): a link going down during the job cuts
     # the traffic its collectives wait on.  Weak alone: the link may be one the job did not use.
     # the more specific text first: the first entry whose text a line carries wins

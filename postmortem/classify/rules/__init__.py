@@ -9,7 +9,7 @@ from postmortem.classify.rules.catalog import CatalogReadings
 from postmortem.classify.rules.comms import (GlooHostOnlyRemote, HostOnlySocketInterface, KernelRdmaFault, NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
                                              RefusedWhilePeerWaited, SilentCollectiveHang, StoreServerWaited)
 from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, EnomemUnderMemlock, HighHostMemoryThenDeath,
-                                              KilledWithoutReason, MeasuredLimit, MemoryLimitSet,
+                                              KilledWithoutReason, MeasuredLimit, MemoryLimitSet, PidsLimitRefused,
                                               ShmFullInPython, ShmSmallBesideFailure, SigbusContext, StorePortTaken, ForkEnomem)
 from postmortem.classify.rules.hang import CgroupHeldBack, FlightRecorderHang, StacksAtTimeout
 from postmortem.classify.rules.hardware import GpuHealth
@@ -33,6 +33,7 @@ RULES: tuple[Rule, ...] = (
     MemoryLimitSet(),
     CgroupOomKills(),
     MeasuredLimit(),
+    PidsLimitRefused(),
     EnomemUnderMemlock(),
     CudaBuildNewerThanDriver(),
     NcclStoppedDuringInit(),

@@ -628,6 +628,29 @@ class MeasuredLimit(Rule):
         return out
 
 
+class PidsLimitRefused(Rule):
+    """A pids cgroup that refused task creations (pids.events `max N`, N > 0) beside the job's own
+    EAGAIN from creating a thread or process: the limit that refused it, measured."""
+
+    id = "pids-limit-refused"
+
+    def findings(self, case, k, trace):
+        said = events_of(case, set(SIGN.limits_pids_refused.params["beside"]))
+        if not said:
+            return []
+        hits = [f for f in case.facts if f.name == "cgroup.pids_max_hits" and isinstance(f.value, int) and f.value > 0]
+        if not hits:
+            return []
+        f = hits[0]
+        limit = next((g for g in case.facts if g.name == "cgroup.pids_max"), None)
+        trace.append(f"{self.id}: pids.events max {f.value} ({f.ref.describe()}) beside {said[0].ref.describe()}")
+        return [sign_finding(k, SIGN.limits_pids_refused, self.id,
+                             f"the job's pids cgroup refused {f.value} task creation(s) ({f.ref.describe()})"
+                             + (f" at its limit of {limit.value} tasks ({limit.ref.describe()})" if limit else "")
+                             + f": threads and processes count against it ({said[0].ref.describe()})",
+                             said[:2], "pids", extra_refs=(f.ref,) + ((limit.ref,) if limit else ()))]
+
+
 class EnomemUnderMemlock(Rule):
     """ENOMEM ("Cannot allocate memory") from a call RLIMIT_MEMLOCK governs: mlock(2), mlockall,
     mmap(MAP_LOCKED), ibv_reg_mr and the verbs rings (which pin pages), cudaHostRegister, the EFA
