@@ -22,6 +22,11 @@ Facts:
   cgroup.events `frozen 1` (v2); False for THAWED / 0;
 * `cgroup.pids_max` (`unlimited` for `max`), `cgroup.pids_max_hits` — pids.events `max N`: task
   creations (fork, clone of a thread) the limit refused.
+
+The same freezer state per task: a `ps` row (`ps -o pid,stat,wchan,...`) whose WCHAN is the
+freezer's wait -- `refrigerator` / `__refrigerator` (kernel/freezer.c, cgroup v1 freezer and
+system suspend) or `do_freezer_trap` (kernel/signal.c, cgroup v2 cgroup.freeze) -- gives
+`cgroup.frozen` True for that pid (node1_ps.txt of the freezer lab bundle holds both shapes).
 """
 from __future__ import annotations
 
@@ -36,8 +41,13 @@ _ONE_LINE = re.compile(r"^(?P<path>/\S*?(?P<file>" + _FILES + r")):\s*(?P<value>
 _CPU_STAT_KEY = re.compile(r"^(?P<key>nr_periods|nr_throttled) +(?P<n>\d{1,19})\s*$")
 _VALUE = re.compile(r"^(?:-?\d{1,19}|max|FROZEN|FREEZING|THAWED|[a-z_]+ -?\d{1,19}|(?:max|\d{1,19}) \d{1,19})\s*$")
 
+# a ps row: a pid first, the freezer's wait as a whole word among the columns before the
+# command (no path before it, more columns after it: not a word of the command line)
+_PS_FROZEN = re.compile(r"^\s*(?P<pid>\d{1,10})\s[^/]*?\s(?P<wchan>__refrigerator|refrigerator|do_freezer_trap)\s+\S")
+
 PREFILTER = re.compile(r"^(?:\$ ?(?:sudo )?(?:cat|head)\b.*/(?:" + _FILES + r")\b|==>? ?/\S*/(?:" + _FILES + r")\b"
-                       r"|/\S*/(?:" + _FILES + r"):|(?:nr_periods|nr_throttled) \d)")
+                       r"|/\S*/(?:" + _FILES + r"):|(?:nr_periods|nr_throttled) \d"
+                       r"|^\s*\d+\s[^/]*\s(?:__refrigerator|refrigerator|do_freezer_trap)\s+\S)")
 
 # (file, key or None) -> fact
 _KEYED = {("cpu.stat", "nr_periods"): "cgroup.cpu_periods", ("cpu.stat", "nr_throttled"): "cgroup.cpu_throttled_periods",
@@ -73,6 +83,9 @@ class CgroupStateParser(LineParser):
         if m := _ONE_LINE.match(text):
             if _VALUE.match(m.group("value")):
                 self._value(line, m.group("file"), m.group("value"))
+            return True
+        if m := _PS_FROZEN.match(line.text):
+            self.sink.fact(line, "cgroup.frozen", True, text=f"pid {m.group('pid')} waits in {m.group('wchan')}")
             return True
         if m := _CPU_STAT_KEY.match(text):
             self._value(line, "cpu.stat", text)

@@ -198,3 +198,23 @@ def test_a_thread_creation_refused_by_seccomp_is_no_task_limit(tmp_path):
     b = _bundle(tmp_path / "b", {"worker.log": "OpenBLAS blas_thread_init: pthread_create failed for thread 26 of 32: "
                                                "Resource temporarily unavailable\n"})   # public: the same program at RLIMIT_NPROC
     assert [e for e in b.case.events if e.kind == "msg.task_create_eagain"]
+
+
+def test_a_rank_s_process_waiting_in_the_freezer_beside_a_timeout_is_a_straggler(tmp_path):
+    # ps's view of the same freeze (real rows of the freezer lab's node1_ps.txt, without its
+    # freezer.state lines) beside rank 0's real timeout
+    ps = (_FREEZER_LAB / "node1_ps.txt").read_text(encoding="utf-8").splitlines()[:5]
+    a = _bundle(tmp_path, {"node0.log": _timeout_rank0(), "node1_ps.txt": "\n".join(ps) + "\n"})
+    assert a.verdict.cause == "straggler_timeout" and a.verdict.root.signal == "cgroup.frozen_during_hang", a.verdict.trace
+
+
+def test_an_os_call_failing_inside_the_dataset_is_no_strong_sign_of_its_code(tmp_path):
+    # Edited at test time: the ragged lab's real worker traceback, its last line replaced by an
+    # EIO (a failing disk answers the dataset's read): the environment, so only the weak sign.
+    lines = (_RAGGED / "console.log").read_text(encoding="utf-8").splitlines()
+    end = next(i for i, ln in enumerate(lines) if "stack expects each tensor to be equal size" in ln)
+    start = next(i for i in range(end, -1, -1) if "Original Traceback" in lines[i])
+    text = "\n".join(ln.split("]: ", 2)[-1] for ln in lines[start:end]) + "\nOSError: [Errno 5] Input/output error\n"
+    a = _bundle(tmp_path, {"train.log": text})
+    fs = [f for f in rules.AppError().findings(a.case, K, []) if "Errno 5" in f.summary]
+    assert fs and all(f.signal == "app.exception" for f in fs)

@@ -49,3 +49,19 @@ def test_a_value_line_without_its_header_is_not_read():
     # near miss: "FROZEN" or a bare number alone names no file
     result = parse_text("x.txt", ["FROZEN", "24", "max 4"])
     assert not result.sink.facts
+
+
+FREEZER_PS = ROOT / "fixtures/validation23/lab-c/lab5-node1-container-paused-freezer/bundle/node1_ps.txt"
+
+
+def test_a_ps_row_waiting_in_the_freezer_is_a_frozen_task():
+    result = parse_text("node1_ps.txt", FREEZER_PS.read_text(encoding="utf-8").splitlines())
+    frozen = [(f.text, f.ref.line) for f in result.sink.facts if f.name == "cgroup.frozen"]
+    assert frozen == [("pid 16394 waits in refrigerator", 3), ("FROZEN", 7)]
+
+
+def test_refrigerator_as_a_word_of_the_command_line_is_no_wait_channel():
+    # generated at test time (hostile): the word in the command, after a path or last on the row
+    lines = ["  PID  PPID STAT WCHAN  CMD", "55 1 Ss do_epoll_wait python /srv/refrigerator ok",
+             "56 1 Ss do_epoll_wait python train.py refrigerator", "57 1 S refrigerator_x python"]
+    assert not parse_text("ps.txt", lines).sink.facts

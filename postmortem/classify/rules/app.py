@@ -107,7 +107,8 @@ class AppError(Rule):
         refs = (stack.ref,) if stack else ()
         # One exception is one sign: where it was raised qualifies it, it is no second observation.
         sign = (SIGN.app_exception_in_own_code if raised_own
-                else SIGN.app_exception_in_dataset if stack and _in_dataset_fetch(stack) else SIGN.app_exception)
+                else SIGN.app_exception_in_dataset if stack and _in_dataset_fetch(stack) and not _os_error(e)
+                else SIGN.app_exception)
         return sign_finding(k, sign, self.id, summary, [e], str(e.data.get("type") or "exception"), extra_refs=refs)
 
     def _native_finding(self, case: Case, k, e: Event, trace: list[str]):
@@ -224,6 +225,12 @@ def _in_dataset_fetch(stack: Stack) -> bool:
     wanted = [w.rpartition(":") for w in _param(SIGN.app_exception_in_dataset.id, "fetch_frames")]
     return any(f.language == "python" and (f.file or "").replace("\\", "/").endswith(path) and f.function == fn
                for f in stack.frames for path, _, fn in wanted)
+
+
+def _os_error(e: Event) -> bool:
+    """The exception reports a failed OS call ("[Errno N] ..."): the environment, not the data."""
+    message = str(e.data.get("message") or "")
+    return any(re.search(p, message) for p in _param(SIGN.app_exception_in_dataset.id, "os_error_text"))
 
 
 def _who(e: Event) -> str:
