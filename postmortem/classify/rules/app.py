@@ -109,6 +109,14 @@ class AppError(Rule):
         sign = (SIGN.app_exception_in_own_code if raised_own
                 else SIGN.app_exception_in_dataset if stack and _in_dataset_fetch(stack) and not _os_error(e)
                 else SIGN.app_exception)
+        errno = _errno_of(e)
+        if errno in _param(SIGN.storage_job_io_errno.id, "device_errnos"):
+            # The device or file server under the call failed: where it was raised says nothing (audit 7 H7)
+            trace.append(f"{self.id}: errno {errno} reports the storage's state, not the job's code")
+            sign = SIGN.storage_job_io_errno
+        elif errno in _param(SIGN.storage_job_io_errno.id, "state_errnos"):
+            trace.append(f"{self.id}: errno {errno} reports the filesystem's state, not the job's code")
+            sign = SIGN.app_exception
         return sign_finding(k, sign, self.id, summary, [e], str(e.data.get("type") or "exception"), extra_refs=refs)
 
     def _native_finding(self, case: Case, k, e: Event, trace: list[str]):
@@ -225,6 +233,15 @@ def _in_dataset_fetch(stack: Stack) -> bool:
     wanted = [w.rpartition(":") for w in _param(SIGN.app_exception_in_dataset.id, "fetch_frames")]
     return any(f.language == "python" and (f.file or "").replace("\\", "/").endswith(path) and f.function == fn
                for f in stack.frames for path, _, fn in wanted)
+
+
+_ERRNO = re.compile(r"\[Errno (\d{1,4})\]")
+
+
+def _errno_of(e: Event) -> int | None:
+    """The errno an OSError prints ("OSError: [Errno 5] Input/output error")."""
+    m = _ERRNO.search(str(e.data.get("message") or e.text or ""))
+    return int(m.group(1)) if m else None
 
 
 def _os_error(e: Event) -> bool:

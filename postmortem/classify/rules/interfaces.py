@@ -12,7 +12,7 @@ import re
 from postmortem.classify.rules.base import Rule, events_of, sign_finding
 from postmortem.classify.rules.comms import host_only_interface
 from postmortem.classify.rules.config import TIMEOUT_KINDS
-from postmortem.knowledge.registry import KIND, LIMIT, SIGN
+from postmortem.knowledge.registry import KIND, LIMIT, SIGN, produced_by
 from postmortem.model import Case, Fact
 from postmortem.parsers.iproute import FACT
 from postmortem.parsers.ss import FACT as TCP_FACT
@@ -206,6 +206,7 @@ class TcpConnectionLosses(Rule):
 # an IPv4 address, optionally with :port, as NCCL (Bootstrap/NET/Socket "eth0:10.0.0.1<0>"), gloo
 # ("remote=[10.0.0.1]:port"), c10d and launchers (MASTER_ADDR, --master-addr) print them
 _ADDR_PORT = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?:\]?:(\d{2,5}))?(?![\d.])")
+_KERNEL_KINDS = produced_by("parser:kernel")
 _LOOPBACK = re.compile(r"^(?:127\.|::1$|::ffff:127\.|localhost)")
 
 
@@ -219,10 +220,15 @@ def _split_endpoint(text: str) -> tuple[str, int | None]:
 
 
 def _job_endpoints(case: Case) -> tuple[frozenset[str], frozenset[int]]:
-    """Addresses and ports the job's own log lines name (never the ss capture itself)."""
+    """Addresses and ports the job's own log lines name (never the ss capture itself).  Not the
+    kernel log's or a journal's: the kernel names the servers of everything the host mounts or
+    talks to ("nfs: server %s not responding"), exactly the traffic that is not the job's (audit 7 H4)."""
+    kernel_files = {e.ref.path for e in events_of(case, _KERNEL_KINDS)}
     addrs: set[str] = set()
     ports: set[int] = set()
     for e in case.events:
+        if e.ref.path in kernel_files:
+            continue
         for m in _ADDR_PORT.finditer(e.text or ""):
             if _LOOPBACK.match(m.group(1)):
                 continue
