@@ -193,6 +193,8 @@ class Finding:
     first_seq: int | None = None    # earliest supporting event in reading order
     first_at: datetime | None = None
     last_at: datetime | None = None
+    first_earliest: datetime | None = None  # bounds of first_at from its event's When (None: no bound that way)
+    first_latest: datetime | None = None
     discriminator: str = ""         # for signatures: Xid code, signal, NCCL error ...
     role: str = "root"              # root (can be the first failure) | symptom (a consequence)
     strength: str = ""              # strong (one is enough to claim) | weak (needs a second sign), from the registry

@@ -25,7 +25,8 @@ from postmortem.classify.index import events_of
 from postmortem.classify.signature import signature_of
 from postmortem.knowledge import Knowledge
 from postmortem.knowledge.registry import KIND, LIMIT, registry
-from postmortem.model import Case, Category, Finding, Verdict
+from postmortem.model import Basis, Case, Category, ClockKind, Finding, Verdict
+from postmortem.timeline import ZONE_ASSUMED
 
 _DATA, _CONTEXT = attrgetter("data"), methodcaller("get", "context")
 MIN_CONFIDENCE = LIMIT.min_confidence
@@ -82,7 +83,7 @@ def _decide(case: Case, k: Knowledge) -> Verdict:
             by_cause[f.cause].append(f)
     counters = _counters(findings, case, trace)
     scores = _scores(by_cause, counters, trace)
-    explained = _explained(scores, k, trace, by_cause)
+    explained = _explained(scores, k, trace, by_cause, case)
     contenders = {c: v for c, v in scores.items() if c not in explained}
     # A rival lowers the root's confidence only when something points at it as a root: a
     # cause only its symptoms suggest (a timeout's "the collective was stuck") is no rival.
@@ -205,12 +206,13 @@ EXPLAINS_MARGIN = LIMIT.explains_margin
 
 
 def _explained(scores: dict[str, float], k: Knowledge, trace: list[str],
-               by_cause: dict[str, list[Finding]] | None = None) -> set[str]:
+               by_cause: dict[str, list[Finding]] | None = None, case: Case | None = None) -> set[str]:
     """Causes whose signs are fallout of a present, well-supported cause (causes.toml
     `explains`): an AER before Xid 79 is how the GPU fell off the bus, not a rival.  A GPU
     fault explains the job's failure only when the job failed with a GPU error (a CUDA error,
     a device assert): an exception its own Python code raised is no fallout of the GPU
-    (catalogs/readings.toml [fallout]; audit 6 H10)."""
+    (catalogs/readings.toml [fallout]; audit 6 H10).  Nor does a cause explain a failure of
+    another kind that was over before it began (`_came_after`)."""
     out: set[str] = set()
     for cause in sorted(scores, key=lambda c: -scores[c]):
         if cause in out or scores[cause] < EXPLAINS_MIN:
@@ -219,6 +221,9 @@ def _explained(scores: dict[str, float], k: Knowledge, trace: list[str],
             if (other == "app_error" and by_cause is not None and k.causes[cause].category == "hardware"
                     and not any(_gpu_error_reading(f) for f in by_cause.get(other, ()))):
                 trace.append(f"resolve: {other} is no fallout of {cause}: the job's failure names no GPU error")
+                continue
+            if (other in scores and by_cause is not None and case is not None
+                    and _came_after(cause, other, by_cause, k, case, trace)):
                 continue
             if (by_cause is not None and other in by_cause and k.causes[other].category != k.causes[cause].category
                     and _unlinked(by_cause.get(cause, ()))):
@@ -229,6 +234,59 @@ def _explained(scores: dict[str, float], k: Knowledge, trace: list[str],
                 out.add(other)
                 trace.append(f"resolve: {other} ({scores[other]:.2f}) is explained by {cause} ({scores[cause]:.2f})")
     return out
+
+
+def _came_after(cause: str, other: str, by_cause: dict[str, list[Finding]], k: Knowledge, case: Case,
+                trace: list[str]) -> bool:
+    """Did `cause`'s first sign come clearly after `other`'s, on the bundle's own timeline?
+    A consequence cannot come before its cause; it can be stamped earlier by logger skew
+    (threshold.fallout_lead_s) or within the times' own uncertainty (an untimed line is placed
+    between its file's timed neighbours, a boot-relative kernel line carries the boot time's
+    error): only a gap beyond both counts, and a time without a bound never does.  Two
+    hardware causes are stages of one physical fault (an AER well before the GPU fell off the
+    bus), so their order says nothing.  Local times read in an assumed zone can be hours off
+    the kernel's clock: then no order counts."""
+    if k.causes[cause].category == "hardware" and k.causes[other].category == "hardware":
+        return False
+    first, fallout = _first_span(by_cause.get(cause, ())), _first_span(by_cause.get(other, ()))
+    if first is None or fallout is None or first[0] is None or fallout[1] is None:
+        return False
+    gap = (first[0] - fallout[1]).total_seconds()
+    if gap <= LIMIT.fallout_lead_s:
+        return False
+    if _zone_unknown_between_clocks(case):
+        trace.append(f"resolve: {cause} is {gap:.0f} s after {other}, but local times were read in an assumed zone"
+                     " beside times on another clock: their order is not known")
+        return False
+    trace.append(f"resolve: {other} is no fallout of {cause}: its first sign (by {fallout[1].isoformat()}) is"
+                 f" {gap:.1f} s before {cause}'s (from {first[0].isoformat()}), beyond the"
+                 f" {LIMIT.fallout_lead_s:g} s of logger skew")
+    return True
+
+
+def _zone_unknown_between_clocks(case: Case) -> bool:
+    """Local times read in an assumed zone, beside times on another clock (the kernel's boot
+    clock, a zoned wall time, a file's mtime): the two kinds may be hours apart."""
+    timed = [e for e in case.events if e.when and e.when.at]
+    return (any(ZONE_ASSUMED in e.when.note for e in timed)  # type: ignore[union-attr]
+            and any(e.when.basis is Basis.MTIME or (e.stamp is not None and e.stamp.clock is not ClockKind.WALL_LOCAL)  # type: ignore[union-attr]
+                    for e in timed))
+
+
+def _before(a: tuple, b: tuple) -> bool:
+    """a's first sign happened before b's whatever their uncertainty (both bounded that way)."""
+    return a[1] is not None and b[0] is not None and a[1] < b[0]
+
+
+def _first_span(findings) -> tuple | None:
+    """When a cause's first sign happened, as the timeline bounds it: (earliest possible or
+    None, latest possible or None, as placed); None when none of its findings has a time."""
+    timed = [f for f in findings if f.first_at is not None]
+    if not timed:
+        return None
+    lows = [f.first_earliest for f in timed]
+    highs = [f.first_latest for f in timed if f.first_latest is not None]
+    return (None if None in lows else min(lows)), (min(highs) if highs else None), min(f.first_at for f in timed)  # type: ignore[type-var]
 
 
 def _unlinked(findings) -> bool:
@@ -273,20 +331,38 @@ def _pick_root(by_cause, scores, k, trace) -> str | None:
                   and any(f.role == "root" for f in by_cause[c])]
     if len(contenders) < 2:
         return best
-    firsts = {c: min((f.first_at for f in by_cause[c] if f.first_at), default=None) for c in contenders}
-    if all(firsts.values()):
+    spans = {c: _first_span(by_cause[c]) for c in contenders}
+    if all(spans.values()):
         # Coming first takes the root only for a cause that could itself be claimed: one below
         # the claim threshold or resting on one weak sign would turn a claimable verdict into
         # `unknown` (a kernel log's old OOM kill, discounted, before a SIGBUS).
         able = [c for c in contenders if c == best or (scores[c] >= MIN_CONFIDENCE and _claimable(by_cause[c], []))]
-        first = min(able, key=lambda c: (firsts[c], -scores[c]))
-        if first != best:
-            trace.append(f"resolve: {first} happened before {best} and is close in support: root is {first}")
-        return first
+        first = min(able, key=lambda c: (spans[c][2], -scores[c]))
+        # ... and only when it came first beyond the times' own uncertainty: an untimed line
+        # placed after its file's previous timed line may have come up to the next one's time
+        # (audit 7 H2); otherwise the times do not order them.
+        unordered = [c for c in able if c != first and not _before(spans[first], spans[c])]
+        if not unordered:
+            if first != best:
+                trace.append(f"resolve: {first} happened before {best} and is close in support: root is {first}")
+            return first
+        trace.append(f"resolve: {first} and {', '.join(unordered)} overlap within their times' uncertainty: "
+                     "their order is not known")
     # Category precedence only lets a cause that could be claimed on its own signs take
     # the root from a better-supported one: one weak hint never outranks a specific line.
     able = [c for c in contenders if c == best or (_claimable(by_cause[c], []) and not _unlinked(by_cause[c]))]
     pick = max(able, key=lambda c: (PRECEDENCE[k.causes[c].category], scores[c]))
+    # A cause with no time at all (a snapshot's counters: nvidia-smi's volatile ECC counts span
+    # every job since the driver loaded) takes no root by its category's precedence from a cause
+    # whose signs are timed lines of this failure (audit 7 H1).
+    timed = [c for c in able if spans[c]]
+    rank = PRECEDENCE[k.causes[pick].category]
+    if not spans[pick] and any(PRECEDENCE[k.causes[c].category] < rank for c in timed):
+        trace.append(f"resolve: {pick} carries no time: it takes no root by precedence over {', '.join(timed)}")
+        pick = max(timed, key=lambda c: (PRECEDENCE[k.causes[c].category], scores[c]))
+        if pick != best:
+            trace.append(f"resolve: root is {pick}")
+        return pick
     if pick != best:
         trace.append(f"resolve: no common clock; {pick} ({k.causes[pick].category}) explains {best}: root is {pick}")
     return pick

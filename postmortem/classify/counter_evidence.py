@@ -126,11 +126,19 @@ def death_mismatch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple
     """The OOM killer kills with SIGKILL.  When the job's own logs show how it died and
     none of those deaths is a SIGKILL, the OOM kill in the kernel log was another
     process's (the kernel log keeps the whole boot's history)."""
-    if not events_of(case, _OOM_KILLS):
+    kills = events_of(case, _OOM_KILLS)
+    if not kills:
         return {}
     kernel_files = _kernel_artifacts(case)
+    # The victim named in the job's own lines is the job's process, whatever else died (audit 7 M4).
+    victims = {e.pid for e in kills if e.pid is not None}
+    if victims & {e.pid for e in case.events if e.pid is not None and e.ref.path not in kernel_files}:
+        return {}
+    # A survivor's "connection closed / timed out" is the fallout of a peer's death, not a death of its own
+    # cause (crashed_peer reads it so); neither is an exception that only carries another process's.
     deaths = [e for e in events_of(case, _DEATH_KINDS) if e.ref.path not in kernel_files
-              and not str(e.data.get("signal", "")).upper().endswith("SIGTERM")]
+              and not str(e.data.get("signal", "")).upper().endswith("SIGTERM")
+              and not (e.kind == KIND.py_exception and (_NETWORK_TEXT.search(e.text) or carries_another(e)))]
     if not deaths:
         return {}
     if any(_SIGKILL.search(e.text) or str(e.data.get("exitcode", "")) == "-9"
@@ -213,6 +221,10 @@ def measured_state_against(case: Case, trace: list[str]) -> dict[str, tuple[floa
             break
     out.update(cgroup_no_oom_kill(case, trace))
     out.update(enomem_with_memory_free(case, trace))
+    for e in events_of(case, {KIND.msg_fm_no_nvswitch})[:1]:
+        reason = (f"Fabric Manager found no NVSwitch to manage ({e.ref.describe()}: NV_WARN_NOTHING_TO_DO): "
+                  "the host has no NVSwitch fabric, so no NVLS or Fabric Manager failure")
+        out.update(_against(COUNTER.fm_no_nvswitch, reason, trace))
     for f in _facts(case, "env.NCCL_P2P_DISABLE"):
         if str(f.value).strip() == "1":
             reason = f"NCCL_P2P_DISABLE=1 was set ({f.ref.describe()}): NCCL used no peer-to-peer transport"

@@ -44,6 +44,9 @@ from postmortem.timeline.stamps import fill_year, stamp_when, with_when
 
 
 _STAMP, _HOST = attrgetter("stamp"), attrgetter("host")
+# Said in the note of every local time read in a zone nothing in the bundle gave (classify
+# orders such times against the kernel's clock only with that caveat).
+ZONE_ASSUMED = "assumed: no --tz and no zone in the bundle"
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ def place(case: Case, tz: str | None = None) -> Placed:
     if zone is None:
         zone, zone_note = zone_from_kernel_copies(case.events, boot_times(case, UTC, absolute_only=True))
     if zone is None:
-        zone, zone_note = UTC, "UTC (assumed: no --tz and no zone in the bundle)"
+        zone, zone_note = UTC, f"UTC ({ZONE_ASSUMED})"
     year = fill_year(case)
     boots = boot_times(case, zone)
     for host, b in kernel_anchor_boot(case.events, zone).items():

@@ -164,6 +164,10 @@ def apply_skews(placed: list[Event], skews: dict, notes: list[str]) -> list[Even
     return out
 
 
+# The notes of untimed lines placed by their file's timed neighbours: the time is a lower bound
+# (up to the gap to the next timed line later), or an upper bound (classify reads them so).
+AFTER_PREVIOUS = "no time printed; placed after the previous timed line of this file"
+BEFORE_NEXT = "no time printed; at or before the next timed line of this file"
 # One shared value for every event without a time (most lines of a big NCCL bundle).
 _NO_TIME = When(None, Basis.ORDER_ONLY, None, "no time printed")
 # An event that no stage has placed yet (`when` None) is the pipeline's own, made by a parser
@@ -213,9 +217,9 @@ def place_untimed(placed: list[Event], case: Case) -> None:
             if before:
                 gap = (after - before).total_seconds() if after and after >= before else None
                 placed[i] = with_when(e, When(
-                    before, Basis.ANCHORED, gap, "no time printed; placed after the previous timed line of this file"))
+                    before, Basis.ANCHORED, gap, AFTER_PREVIOUS))
             elif after:
                 placed[i] = with_when(e, When(
-                    after, Basis.ANCHORED, None, "no time printed; at or before the next timed line of this file"))
+                    after, Basis.ANCHORED, None, BEFORE_NEXT))
             else:
                 placed[i] = with_when(e, _NO_TIME)

@@ -208,13 +208,20 @@ def test_a_kernel_module_of_another_version_than_its_client_is_the_setup(tmp_pat
 
 # Fabric Manager's own failure lines (journal / fabricmanager.log): the NVSwitch fabric is down.
 @pytest.mark.parametrize("line", [
-    "Dec 01 10:00:00 node1 nv-fabricmanager[2211]: request to query NVSwitch device information from NVSwitch driver "
-    "failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]",
     "Dec 01 10:00:00 node1 systemd[1]: Failed to start NVIDIA fabric manager service.",
 ])
 def test_a_fabric_manager_failure_is_the_fabric(tmp_path, line):
     v = _analysis(tmp_path, "journal.txt", line).verdict
     assert (v.category.value, v.cause) == ("comms", "nvls_fabric"), v.trace
+
+
+def test_fabric_manager_with_nothing_to_do_is_a_host_without_nvswitch(tmp_path):
+    # audit 7 H3: the NVSwitch driver's NV_WARN_NOTHING_TO_DO is FM's exit on a host with no NVSwitch to manage
+    # (data-infra/cube-studio#29: 2x RTX 4090; NVIDIA/gpu-operator#610: 2x A40) -- no fabric, so no fabric failure
+    v = _analysis(tmp_path, "journal.txt",
+                  "Dec 01 10:00:00 node1 nv-fabricmanager[2211]: request to query NVSwitch device information from "
+                  "NVSwitch driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]").verdict
+    assert v.cause != "nvls_fabric", v.trace
 
 
 def test_fabric_manager_progress_lines_claim_nothing(tmp_path):

@@ -20,13 +20,42 @@ _SIGNAL_DEATHS = deaths("fatal_signal", "exit")
 _LIBRARY_FILE = re.compile(r"(?:site|dist)-packages/|/lib/python3[\d.]*/|^<frozen |^<string>$|/torch/|/_?pytest/")
 # The C library's own modules; with the C++, CUDA, NCCL, Python and verbs runtimes: the runtime.
 _C_LIBRARIES = r"libc|libpthread|libm|libdl|ld-linux"
-_RUNTIME_MODULE = re.compile(r"(?:^|/)(?:" + _C_LIBRARIES + r"|libstdc\+\+|libgcc_s|libcuda|libcudart|libnccl|"
-                             r"libtorch\w*|libc10\w*|libpython[\d.]*|python[\d.]*|libucs|libucp|libuct|"
-                             r"libmlx5|libibverbs|libnvidia\w*|libcublas\w*|libcudnn\w*|libffi|_ctypes[\w.-]*)(?:[.-]|$)")
+
+
+def _compiled_library_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    names = "|".join((_C_LIBRARIES, *_param(SIGN.app_native_frames.id, "library_modules")))
+    return (re.compile(r"(?:^|/)(?:" + names + r")(?:[.-]|$)"),
+            re.compile("|".join(_param(SIGN.app_native_frames.id, "library_dirs")) or r"(?!)"))
 
 
 def _param(sign_id: str, key: str) -> tuple[str, ...]:
     return tuple(registry().signals[sign_id].params.get(key, ()))
+
+
+_LIBRARY_MODULE, _LIBRARY_DIR = _compiled_library_patterns()
+
+
+def _library_module(module: str) -> bool:
+    """A native module that is a library, not the job's code: a known runtime, interconnect or
+    HPC library by name, or anything under a folder of installed software (signals.toml
+    app.native_frames library_modules / library_dirs)."""
+    return bool(_LIBRARY_MODULE.search(module) or _LIBRARY_DIR.search(module))
+
+
+def _job_dirs(case: Case) -> tuple[str, ...]:
+    """The job's own folders as the bundle shows them: those of its own Python files in any
+    stack (the script's folder, its package's) -- where its own native modules are built."""
+    dirs = {f.file.rsplit("/", 1)[0] + "/" for s in case.stacks for f in s.frames
+            if f.language == "python" and f.file and f.file.startswith("/") and _own_frame(f)}
+    return tuple(sorted(d for d in dirs if d.count("/") >= 2))   # never "/" itself
+
+
+def _own_module(module: str, job_dirs: tuple[str, ...]) -> bool:
+    """A native module the job built: under one of its folders, or a relative path (loaded
+    from the launcher's working directory), and not a known library."""
+    if not module or _LIBRARY_MODULE.search(module):
+        return False
+    return module.startswith(job_dirs) if job_dirs and module.startswith("/") else not module.startswith("/")
 
 
 class AppError(Rule):
@@ -62,7 +91,7 @@ class AppError(Rule):
         if not abort:
             return None
         crashed = stack_code.crashing(case.stacks, case.events)
-        return abort[0] if crashed and _assert_caller(crashed) is not None else None
+        return abort[0] if crashed and _assert_caller(crashed, _job_dirs(case)) is not None else None
 
     @staticmethod
     def _lines_with_a_cause(case: Case, k) -> set[tuple]:
@@ -123,19 +152,27 @@ class AppError(Rule):
         signal = next(s for s in (*_param(SIGN.app_native_fault.id, "signals"), *_param(SIGN.app_native_fault.id, "abort_signals"))
                       if died_of(e, s))
         crashed = stack_code.crashing(case.stacks, case.events)
-        asserted = _assert_caller(crashed) if crashed and signal in _param(SIGN.app_native_fault.id, "abort_signals") else None
-        own = [asserted] if asserted else _own_frames(crashed.frames if crashed else ())
-        at_own = asserted is not None or (crashed is not None and _fault_site_is_own(crashed.frames))
+        job_dirs = _job_dirs(case)
+        asserted = (_assert_caller(crashed, job_dirs) if crashed and signal in _param(SIGN.app_native_fault.id, "abort_signals")
+                    else None)
+        own = [asserted] if asserted else _own_frames(crashed.frames if crashed else (), job_dirs)
+        at_own = asserted is not None or (crashed is not None and _fault_site_is_own(crashed.frames, job_dirs))
         top = ", ".join(_frame_text(f) for f in (own or list(crashed.frames if crashed else ()))[:3])
         summary = f"{_who(e)} died of {signal}" + (f" in {top}" if top else "")
-        trace.append(f"{self.id}: {signal} at {e.ref.describe()}; the fault site is the job's own code: {at_own}")
+        site = _fault_site(crashed.frames) if crashed and not at_own else None
+        if site is not None and site.module and _library_module(site.module):
+            # a library's own code faulted: its bug, or bad input the job handed it -- a lean, named
+            summary += f" — the fault site is a library: {_frame_text(site)}"
+        trace.append(f"{self.id}: {signal} at {e.ref.describe()}; the fault site is the job's own code: {at_own}"
+                     + (f" (a library: {site.module})" if site is not None and site.module and _library_module(site.module)
+                        else ""))
         refs = (crashed.ref,) if crashed else ()
         # The death and its own stack are one event: the fault site qualifies it, it is no second sign.
         sign = SIGN.app_native_frames if at_own else SIGN.app_native_fault
         return sign_finding(k, sign, self.id, summary, [e], signal, extra_refs=refs)
 
 
-def _assert_caller(stack: Stack) -> Frame | None:
+def _assert_caller(stack: Stack, job_dirs: tuple[str, ...] = ()) -> Frame | None:
     """The frame whose call glibc aborted on: the caller of its assert failure (the frame after
     the last __assert_fail* frame), or of the allocator call in which a heap check failed
     (malloc_printerr: "free(): double free detected in tcache 2", "free(): invalid pointer" --
@@ -155,24 +192,25 @@ def _assert_caller(stack: Stack) -> Frame | None:
     if not hits or hits[-1] + 1 >= len(frames):
         return None
     caller = frames[hits[-1] + 1]
-    if _c_library_frame(caller) or (caller.module and _RUNTIME_MODULE.search(caller.module)):
-        return None   # glibc's own assertions (a mutex owner check ...) and the runtime's are not the job's
+    if _c_library_frame(caller) or (caller.module and not _own_module(caller.module, job_dirs)):
+        return None   # glibc's own assertions (a mutex owner check ...) and a library's are not the job's
     return caller if caller.function else None
 
 
-def _own_frames(frames) -> list[Frame]:
+def _own_frames(frames, job_dirs: tuple[str, ...] = ()) -> list[Frame]:
     """The job's own frames of a stack: those _own_frame says, and a native function that
-    ctypes called (its caller is libffi's trampoline) with no module named, outside the C
-    library's sources -- Python code calling its own shared library (gdb names no module for a
-    frame it has line information for)."""
+    ctypes called (its caller is libffi's trampoline) outside the C library's sources and
+    outside the libraries -- Python code calling its own shared library (gdb names no module
+    for a frame it has line information for)."""
     frames = list(frames)
     out = []
     for i, f in enumerate(frames):
         caller = frames[i + 1] if i + 1 < len(frames) else None
-        via_ctypes = (f.language != "python" and not f.module and caller is not None
+        via_ctypes = (f.language != "python" and caller is not None
                       and _FFI_MODULE.search(caller.module or "") is not None and f.function
-                      and not f.function.startswith("_") and not _C_LIBRARY_SOURCE.match(f.file or ""))
-        if _own_frame(f) or via_ctypes:
+                      and not f.function.startswith("_") and not _C_LIBRARY_SOURCE.match(f.file or "")
+                      and not (f.module and _library_module(f.module)))
+        if _own_frame(f, job_dirs) or via_ctypes:
             out.append(f)
     return out
 
@@ -191,15 +229,24 @@ def _c_library_frame(f: Frame) -> bool:
 _C_LIBRARY_MODULE = re.compile(r"(?:^|/)(?:" + _C_LIBRARIES + r")[.-]")
 
 
-def _fault_site_is_own(frames) -> bool:
+def _below_handler(frames) -> list[Frame]:
+    frames = list(frames)
+    handler = [i for i, f in enumerate(frames) if "signal handler" in (f.note or "")]
+    return frames[handler[-1] + 1:] if handler else frames
+
+
+def _fault_site(frames) -> Frame | None:
+    """The frame that faulted: below the signal handler's frames, the first outside the C library."""
+    return next((f for f in _below_handler(frames) if not _c_library_frame(f)), None)
+
+
+def _fault_site_is_own(frames, job_dirs: tuple[str, ...] = ()) -> bool:
     """The frame that faulted is the job's own native code: below the signal handler's frames
     (gdb's `<signal handler called>`), the first frame outside the C library (memcpy faulting on
     a pointer its caller passed is the caller's fault) is one of the job's native frames."""
-    frames = list(frames)
-    handler = [i for i, f in enumerate(frames) if "signal handler" in (f.note or "")]
-    below = frames[handler[-1] + 1:] if handler else frames
-    own = {id(f) for f in _own_frames(below)}
-    site = next((f for f in below if not _c_library_frame(f)), None)
+    below = _below_handler(frames)
+    own = {id(f) for f in _own_frames(below, job_dirs)}
+    site = _fault_site(below)
     if site is not None and site.language == "python":
         # A Python-only dump (faulthandler) shows the frame that called into native code; only
         # ctypes' own wrappers (string_at, memmove ...) say the native code works on what its
@@ -213,12 +260,12 @@ def _fault_site_is_own(frames) -> bool:
 _CTYPES_FILE = re.compile(r"/ctypes/[^/]*\.py$")
 
 
-def _own_frame(f: Frame) -> bool:
+def _own_frame(f: Frame, job_dirs: tuple[str, ...] = ()) -> bool:
     """A frame of the job's own code: a Python file outside the libraries, or a native
-    module outside the system and GPU runtime."""
+    module the job built (_own_module: by inclusion, never by being off a list)."""
     if f.language == "python":
         return bool(f.file) and not _LIBRARY_FILE.search(f.file or "")
-    return bool(f.module) and not _RUNTIME_MODULE.search(f.module or "")
+    return bool(f.module) and _own_module(f.module or "", job_dirs)
 
 
 def _raised_in_own_code(case: Case, e: Event) -> bool:

@@ -19,6 +19,8 @@ from postmortem.knowledge import Knowledge
 from postmortem.knowledge.registry import LIMIT, Signal
 from postmortem.model import Case, Category, Event, Finding, Ref, Stack
 from postmortem.packaged import packaged
+from postmortem.parsers import clocks
+from postmortem.timeline.anchors import AFTER_PREVIOUS, BEFORE_NEXT
 
 MAX_EVIDENCE = 8
 
@@ -28,6 +30,33 @@ def _span(events: list[Event]) -> tuple[int | None, datetime | None, datetime | 
     seqs = [e.seq for e in events]
     ats = [e.when.at for e in events if e.when and e.when.at]
     return (min(seqs) if seqs else None), (min(ats) if ats else None), (max(ats) if ats else None)
+
+def _first_bounds(events: list[Event], first: datetime | None) -> tuple[datetime | None, datetime | None]:
+    """Between which times the first of some events happened, as the timeline bounds each: a
+    printed or converted time +- its uncertainty; an untimed line placed after its file's previous
+    timed line at or after that time, up to the next one; one placed before the next timed line
+    at or before it.  None on a side without a bound."""
+    if first is None:
+        return None, None
+    low: datetime | None = first
+    high: datetime | None = None
+    for e in events:
+        w = e.when
+        if not w or not w.at:
+            continue
+        unc = w.uncertainty_s
+        if w.note == AFTER_PREVIOUS:
+            lo, hi = w.at, (None if unc is None else clocks.add_seconds(w.at, unc))
+        elif w.note == BEFORE_NEXT:
+            lo, hi = None, w.at
+        elif unc is None:
+            lo = hi = None
+        else:
+            lo, hi = clocks.add_seconds(w.at, -unc), clocks.add_seconds(w.at, unc)
+        low = None if lo is None or low is None else min(low, lo)
+        if hi is not None:
+            high = hi if high is None else min(high, hi)
+    return low, high
 
 def _refs(events: Iterable[Event]) -> tuple[Ref, ...]:
     seen: dict[tuple, Ref] = {}
@@ -60,9 +89,11 @@ def finding(k: Knowledge, cause: str, weight: float, rule: str, summary: str, ev
             role: str = "root", discriminator: str = "", extra_refs: tuple[Ref, ...] = (),
             strength: str = "", signal: str = "") -> Finding:
     seq, at, last = _span(events)
+    bounds = _first_bounds(events, at)
     category = Category(k.causes[cause].category) if cause in k.causes else Category.UNKNOWN
     return Finding(cause=cause, category=category, confidence=round(min(weight, LIMIT.max_confidence), 3), rule=rule,
                    summary=summary, evidence=_telling(_refs(events) + extra_refs), first_seq=seq, first_at=at, last_at=last,
+                   first_earliest=bounds[0], first_latest=bounds[1],
                    discriminator=discriminator, role=role, strength=strength, signal=signal)
 
 def sign_finding(k: Knowledge, sign: Signal, rule: str, summary: str, events: list[Event], discriminator: str = "",

@@ -306,6 +306,14 @@ class StacksAtTimeout(Rule):
                                  extra_refs=tuple(p.ref for p in where.values())[:6])]
         if busy:
             running = {r: p for r, p in busy.items() if p.running}
+            if running and _nccl_in(case):
+                held = {r: p for r, p in running.items() if not _cpu_work(p)}
+                for r, p in sorted(held.items()):
+                    trace.append(f"{self.id}: rank {r} was on-CPU in {p.frame}, but under NCCL a rank that synchronises"
+                                 " with the GPU behind a hung collective spins too: its frames "
+                                 + ("show a CUDA sync" if _sync_frame(p.frames) else "show no CPU-side work")
+                                 + " -- it only leans")
+                running = {r: p for r, p in running.items() if r not in held}
             sign = SIGN.stacks_rank_running_elsewhere if running else SIGN.stacks_rank_elsewhere
             if not hang:
                 sign = SIGN.stacks_rank_elsewhere_snapshot
@@ -323,6 +331,35 @@ def _a_rank_died(case: Case) -> bool:
     return any(_death(e) for e in events_of(case, deaths("fatal_signal", "exit", "kernel_kill")))
 
 
+def _sync_frame(frames) -> str:
+    """The innermost frame (up to the job's own first Python frame) that is a CUDA sync, or ""."""
+    params = registry().signals[SIGN.stacks_rank_running_elsewhere.id].params
+    for f in frames:
+        name = f.function or ""
+        if f.language == "python":
+            if name.rsplit(".", 1)[-1] in params["cuda_sync_python"]:
+                return name
+            if not _torch_file(f.file or ""):
+                return ""   # the job's own frame: what it called is above
+        elif any(n in name for n in params["cuda_sync_native"]):
+            return name
+    return ""
+
+
+def _cpu_work(p: "_Position") -> bool:
+    """Was this on-CPU rank doing CPU work, not spinning in a CUDA sync?  Its innermost frames
+    show no sync, and either the dump shows native frames (a sync would be among them) or the
+    rank was in CPU-side input work (a Python-only dump cannot show .item() or .cpu())."""
+    if _sync_frame(p.frames):
+        return False
+    params = registry().signals[SIGN.stacks_rank_running_elsewhere.id].params
+    return any(f.language == "native" for f in p.frames) or p.activity in params["cpu_work_activities"]
+
+
+def _torch_file(path: str) -> bool:
+    return "/torch/" in "/" + path.replace("\\", "/")
+
+
 def _nccl_in(case: Case) -> bool:
     """The job ran NCCL: its own lines or PyTorch's NCCL process group are in the bundle."""
     return any((e.kind or "").startswith("nccl") or "NCCL" in (e.text or "") for e in case.events)
@@ -331,11 +368,13 @@ def _nccl_in(case: Case) -> bool:
 class _Position:
     """Where one rank's main thread stood: in a collective call (its name), or elsewhere."""
 
-    __slots__ = ("collective", "activity", "frame", "running", "ref", "origin")
+    __slots__ = ("collective", "activity", "frame", "running", "ref", "origin", "frames")
 
-    def __init__(self, collective: str, activity: str, frame: str, running: bool, ref: Ref, origin: str) -> None:
+    def __init__(self, collective: str, activity: str, frame: str, running: bool, ref: Ref, origin: str,
+                 frames: tuple = ()) -> None:
         self.collective, self.activity, self.frame, self.running, self.ref, self.origin = (
             collective, activity, frame, running, ref, origin)
+        self.frames = frames   # the stack's frames, innermost first
 
     def describe(self) -> str:
         if self.collective:
@@ -365,7 +404,7 @@ def _positions(case: Case, hang: list[Event], params) -> dict[int, _Position]:
         first = next((f for f in s.frames if f.language == "python" and f.function), None)
         frame = f"{first.function} ({(first.file or '?').rsplit('/', 1)[-1]}:{first.line})" if first else "?"
         pos = _Position(call, "" if call else activity(tuple(f.function or "" for f in s.frames)), frame,
-                        running, s.ref, s.origin)
+                        running, s.ref, s.origin, tuple(s.frames))
         # a rank's decided wait (a timeout traceback, a native frame) outranks a plain dump
         if rank not in out or (call and not out[rank].collective):
             out[rank] = pos
