@@ -136,7 +136,7 @@ def _tree_rss_kb(pid: int) -> int:
 LAST_TREE_MIB = 0.0   # the last run's sampled peak of the process tree (parent + workers), MiB
 
 
-def run(cmd: list[str], cwd: Path) -> tuple[float, float, float, bytes]:
+def run(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float, float, bytes]:
     """(wall seconds, CPU seconds, peak RSS MiB, output) of one child process.  GNU time
     measures the child: os.wait4's ru_maxrss can carry the parent's high-water mark
     into a child started with vfork.  CPU includes the worker processes (reaped children
@@ -147,7 +147,7 @@ def run(cmd: list[str], cwd: Path) -> tuple[float, float, float, bytes]:
     timed = ["/usr/bin/time", "-o", str(stats), "-f", "%U %S %M"] + cmd if Path("/usr/bin/time").exists() else cmd
     t0 = time.perf_counter()
     # Output to a pipe, read: GNU grep with stdout on /dev/null stops at the first match.
-    proc = subprocess.Popen(timed, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(timed, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     peak = [0]
     import threading
 
@@ -185,44 +185,58 @@ def median_run(cmd: list[str], cwd: Path, repeat: int) -> tuple[float, float, fl
             max(r[2] for r in runs), runs[-1][3])
 
 
-def interleaved(cmds: list[list[str]], cwd: Path, repeat: int) -> list[tuple[float, float, float, float, bytes]]:
+def interleaved(cmds: list[list[str]], cwd: Path, repeat: int,
+                envs: list[dict | None] | None = None) -> list[tuple[float, float, float, float, bytes]]:
     """Each command run `repeat` times, round-robin (a change of load hits all alike):
     per command the median wall and CPU, the largest peak RSS and tree RSS, the last output."""
     runs: list[list] = [[] for _ in cmds]
+    envs = envs or [None] * len(cmds)
     for _ in range(repeat):
         for i, cmd in enumerate(cmds):
-            wall, cpu, rss, out = run(cmd, cwd)
+            wall, cpu, rss, out = run(cmd, cwd, envs[i])
             runs[i].append((wall, cpu, rss, LAST_TREE_MIB, out))
     return [(statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs), max(r[2] for r in rs),
              max(r[3] for r in rs), rs[-1][4]) for rs in runs]
 
 
-def analyze_vs_grep(name: str, bundle: Path, size: int, repeat: int, tmp: Path, jobs: tuple[int, ...] = (0, 1)) -> dict:
-    """grep and `analyze --jobs J` for each J (0: one per core), interleaved in one run."""
+def analyze_vs_grep(name: str, bundle: Path, size: int, repeat: int, tmp: Path, jobs: tuple[int, ...] = (0, 1),
+                    baseline: Path | None = None) -> dict:
+    """grep and `analyze --jobs J` for each J (0: one per core), interleaved in one run; with
+    `baseline` (a checkout of another commit), its `analyze --jobs J` interleaved as well."""
     grep_cmd = ["grep", "-rcE", GREP_TOKENS, str(bundle)]
-    pm_cmds = [PM + ["analyze", str(bundle), "--html", "-", "--json", str(tmp / f"{name}-{j}.json"), "-q",
-                     "--jobs", str(j)] for j in jobs]
-    results = interleaved([grep_cmd] + pm_cmds, tmp, repeat)
+    runs = [(j, "") for j in jobs] + ([(j, "base") for j in jobs] if baseline is not None else [])
+    pm_cmds = [PM + ["analyze", str(bundle), "--html", "-", "--json", str(tmp / f"{name}-{j}{tag}.json"), "-q",
+                     "--jobs", str(j)] for j, tag in runs]
+    envs = [None] + [None if not tag else {**os.environ, "PYTHONPATH": str(baseline)} for _, tag in runs]
+    results = interleaved([grep_cmd] + pm_cmds, tmp, repeat, envs)
     t_grep, c_grep = results[0][0], results[0][1]
     row: dict = {"bundle": name, "MB": size / 1e6, "grep_s": t_grep, "grep_cpu": c_grep}
     load = os.getloadavg()[0]
     walls = {}
-    for j, (t_pm, c_pm, rss, tree, out) in zip(jobs, results[1:]):
+    for (j, tag), (t_pm, c_pm, rss, tree, out) in zip(runs, results[1:]):
+        if tag:
+            j = f"{j} {tag}"
         walls[j] = t_pm
-        out_json = tmp / f"{name}-{j}.json"
+        out_json = tmp / f"{name}-{j}.json".replace(" ", "")
         verdict = json.loads(out_json.read_text()) if out_json.exists() else {}
         v = verdict.get("verdict", {})
         cited = [f"{r.get('artifact')}:{r.get('line')}" for r in v.get("evidence", [])[:1]]
         row[j] = {"pm_s": t_pm, "ratio": t_pm / t_grep, "pm_cpu": c_pm, "cpu_ratio": c_pm / max(c_grep, 0.01),
                   "rss_MiB": rss, "tree_MiB": tree, "category": v.get("category"), "cause": v.get("cause"),
                   "cited": cited[0] if cited else ""}
-        label = f"--jobs {j}" + (f" ({_cores()} cores)" if j == 0 else "")
+        label = f"--jobs {j}" + (f" ({_cores()} cores)" if str(j).startswith("0") else "")
         print(f"{name:9} {size / 1e6:7.1f} MB  {label:17} wall {t_pm:6.2f} s vs grep {t_grep:6.3f} s = "
               f"{t_pm / t_grep:6.1f}x   CPU {c_pm:6.2f} s vs grep {c_grep:5.2f} s = {c_pm / max(c_grep, 0.01):6.1f}x   "
               f"peak RSS {rss:5.0f} MiB (tree {tree:5.0f})   verdict {v.get('category')}/{v.get('cause')} "
               f"{row[j]['cited']}   load {load:.1f}", flush=True)
         if not out_json.exists():
             print(out.decode(errors="replace")[-2000:])
+    for j in jobs:
+        if f"{j} base" in walls:
+            mine, base = row[j], row[f"{j} base"]
+            print(f"{name:9} --jobs {j} against the baseline: wall {base['pm_s']:.2f} -> {mine['pm_s']:.2f} s "
+                  f"({mine['pm_s'] / base['pm_s'] - 1:+.0%}), CPU {base['pm_cpu']:.2f} -> {mine['pm_cpu']:.2f} s "
+                  f"({mine['pm_cpu'] / base['pm_cpu'] - 1:+.0%})", flush=True)
     if 0 in walls and 1 in walls:
         # A single big file is read as ranges on every core (postmortem/ranges.py), many files by a pool
         # (parallel.py): what the cores give, and the peak of the process tree in MB as well as MiB.
@@ -287,7 +301,7 @@ def callgrind(bundle: Path, tmp: Path, jobs: tuple[int, ...] = (1, 0)) -> None:
     grep_ir = sum(irs(["grep", "-rcE", GREP_TOKENS, str(bundle)], "grep"))
     for j in jobs:
         got = irs(PM + ["analyze", str(bundle), "--html", "-", "--json", str(tmp / f"cg-{j}.json"), "-q",
-                        "--jobs", str(j)], f"pm{j}")
+                        "--jobs", str(j), "--no-time-limit"], f"pm{j}")   # valgrind is ~50x slower: no limit
         print(f"callgrind --jobs {j}: {sum(got) / 1e9:6.2f} G instructions in {len(got)} process(es) "
               f"({', '.join(f'{c / 1e9:.2f}' for c in got)}); grep {grep_ir / 1e9:.3f} G", flush=True)
 
@@ -412,6 +426,10 @@ def main() -> None:
                     help="ranks512: also the split/count and fixed-cost floor as ratios to grep")
     ap.add_argument("--callgrind", action="store_true", help="ranks512: also instruction counts (valgrind)")
     ap.add_argument("--steps-of", type=Path, help=argparse.SUPPRESS)   # the scaling table's step timer
+    ap.add_argument("--baseline", type=Path,
+                    help="ranks512/big/dense/small: also time the checkout at this path (e.g. `git archive main`), interleaved")
+    ap.add_argument("--no-bytecode", action="store_true",
+                    help="let the children compile every module on each start (PYTHONDONTWRITEBYTECODE as set)")
     args = ap.parse_args()
     if args.steps_of:
         steps_of(args.steps_of)
@@ -419,12 +437,26 @@ def main() -> None:
     want = {args.only} if args.only else {"ranks512", "dense", "small", "startup"} | (
         {"big"} if args.big else set()) | ({"scaling"} if args.scaling else set())
     env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, grep -rcE '{GREP_TOKENS}'"
-    print(f"# scale_bench: {env_note}; medians of {args.repeat}", flush=True)
     with tempfile.TemporaryDirectory(prefix="pm-scale-") as t:
         tmp = Path(t)
+        if not args.no_bytecode:
+            # As an installed package starts: modules loaded from cached bytecode, not compiled
+            # on every start (~0.08 s here when PYTHONDONTWRITEBYTECODE is set), in a cache
+            # outside the checkout; one warm-up start of each checkout fills it.
+            os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+            os.environ["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+            for where in [None] + ([args.baseline] if args.baseline else []):
+                env = {**os.environ, **({"PYTHONPATH": str(where)} if where else {})}
+                subprocess.run(PM + ["--help"], cwd=tmp, env=env, capture_output=True, check=False)
+                build_oneline(tmp / "warm")
+                subprocess.run(PM + ["analyze", str(tmp / "warm"), "--html", "-", "--json", str(tmp / "warm.json"),
+                                     "-q"], cwd=tmp, env=env, capture_output=True, check=False)
+                subprocess.run(["rm", "-rf", str(tmp / "warm")])
+            env_note += ", bytecode cached"
+        print(f"# scale_bench: {env_note}; medians of {args.repeat}", flush=True)
         if "ranks512" in want:
             size = build_ranks(tmp / "ranks512", 512)
-            row = analyze_vs_grep("ranks512", tmp / "ranks512", size, args.repeat, tmp)
+            row = analyze_vs_grep("ranks512", tmp / "ranks512", size, args.repeat, tmp, baseline=args.baseline)
             if args.floor:
                 floor(tmp / "ranks512", tmp, args.repeat, row["grep_cpu"])
             if args.callgrind:
@@ -432,14 +464,14 @@ def main() -> None:
             subprocess.run(["rm", "-rf", str(tmp / "ranks512")])
         if "big" in want:
             size = build_single(tmp / "big", args.big_ranks)
-            analyze_vs_grep("big", tmp / "big", size, args.repeat, tmp)
+            analyze_vs_grep("big", tmp / "big", size, args.repeat, tmp, baseline=args.baseline)
             subprocess.run(["rm", "-rf", str(tmp / "big")])
         if "dense" in want:
             size = build_dense(tmp / "dense")
-            analyze_vs_grep("dense", tmp / "dense", size, args.repeat, tmp)
+            analyze_vs_grep("dense", tmp / "dense", size, args.repeat, tmp, baseline=args.baseline)
         if "small" in want:
             size = build_small(tmp / "small")
-            analyze_vs_grep("small", tmp / "small", size, args.repeat, tmp)
+            analyze_vs_grep("small", tmp / "small", size, args.repeat, tmp, baseline=args.baseline)
         if "startup" in want:
             startup(args.repeat, tmp)
         if "scaling" in want:

@@ -136,3 +136,87 @@ def weight(e: Event) -> int:
 
 def members(e: Event) -> Iterable[tuple]:
     return e.data.get(MEMBERS, ())
+
+
+class AsRead:
+    """fold() done while a process reads its files (issue 17): a plain INFO line whose shape
+    already has its leader in an earlier, finished file makes no event at all.
+
+    The NCCL parser hands such a line's would-be event over as `defer` (its number in the
+    reading order drawn as the event's would be, its data growing with the file's repeats);
+    at the end of the file, if no event of the file has a printed time, each is folded
+    into its leader here exactly as fold() would fold the event (count, pids, member, in
+    reading order), and otherwise the parser makes the events after all, with their numbers
+    (parsers/nccl.py, `materialize`).  A finished file with no printed time offers its
+    plain events as leaders of the shapes that have none yet: the first in reading order,
+    as fold() picks.  `apply` gives the leaders their grown data; fold() then folds the
+    rest (other processes' groups) on top, which it does alike (associative).  One per
+    process and group of files (run._Collected).  Off (`on` False) for a bundle that holds
+    one path twice (archive members of one name): fold() tells printed times by path, which
+    only the end of the bundle settles."""
+
+    __slots__ = ("leaders", "grown", "folded", "on")
+
+    def __init__(self, on: bool = True) -> None:
+        self.leaders: dict[str, Event] = {}   # shape -> its leading event (an earlier file's)
+        self.grown: dict[int, tuple[Event, dict]] = {}  # id(leader) -> (leader, its new data)
+        self.folded = 0                       # lines' events folded here instead of made
+        self.on = on
+
+    def leader(self, shape: str, path: str) -> bool:
+        """Whether a plain event of `shape` read in `path` would be folded into another file's."""
+        lead = self.leaders.get(shape)
+        return lead is not None and lead.ref.path != path and self.on
+
+    def file_done(self, events: list[Event], deferred: Sequence[tuple] = ()) -> list[Event] | None:
+        """The end of one file: its events in reading order, and the (path, line, host, pid, tid,
+        rank, shape, data) of the plain events its parser deferred.  The events it keeps (the
+        rest folded here, as fold() folds them), or None when the file has a printed time:
+        then nothing folds and the caller makes the deferred events."""
+        if not self.on or any(e.stamp is not None for e in events):
+            return None
+        leaders = self.leaders
+        kept = []
+        for e in events:
+            if foldable(e):
+                shape = _shape(e.data["msg"])
+                lead = leaders.get(shape)
+                if lead is None:
+                    leaders[shape] = e
+                elif lead.ref.path != e.ref.path:
+                    self._add(lead, e.data, member(e), e.data.get(FOLDED, 0), e.data.get(MEMBERS, ()))
+                    continue
+            kept.append(e)
+        for path, line, host, pid, tid, rank, shape, more in deferred:
+            self._add(leaders[shape], more, (path, line, host, pid, tid, rank), 0, ())
+        self.folded += len(events) - len(kept) + len(deferred)
+        return kept
+
+    def _add(self, lead: Event, more: dict, one: tuple, folded: int, members_: Iterable[tuple]) -> None:
+        got = self.grown.get(id(lead))
+        if got is None:
+            data = lead.data
+            got = self.grown[id(lead)] = (lead, {**data, "pids": list(data["pids"]), FOLDED: data.get(FOLDED, 0),
+                                                 MEMBERS: list(data.get(MEMBERS, ()))})
+        data = got[1]
+        data["count"] += more["count"]
+        pids = data["pids"]
+        for pid in more["pids"]:
+            if len(pids) >= MAX_PIDS:
+                break
+            if pid not in pids:
+                pids.append(pid)
+        data[MEMBERS].append(one)
+        data[MEMBERS].extend(members_)
+        data[FOLDED] += 1 + folded
+
+    def apply(self, events: list[Event]) -> list[Event]:
+        """`events` (this process's, in reading order) with each leader carrying what was folded into it."""
+        if not self.grown:
+            return events
+        new = {}
+        for key, (lead, data) in self.grown.items():
+            data[MEMBERS] = tuple(data[MEMBERS])
+            new[key] = dataclasses.replace(lead, data=data)
+        self.grown, self.leaders = {}, {}  # the end of reading: nothing more folds here
+        return [new.get(id(e), e) for e in events]

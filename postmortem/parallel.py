@@ -125,10 +125,11 @@ def _read_group(start: int, stop: int, bytes_before: int) -> tuple:
                           got.facts[marks[2]:], meter.bytes - marks[4]])
     # Routine INFO copies of the group's files folded (fold.py) before they cross the pipe;
     # the parent folds the groups again.
-    parts, folded = fold.fold_parts(got.events, list(accumulate(made for _, made, *_ in per_entry)))
+    # (the copies folded as read, fold.AsRead, are in got.folded; their leaders grow here).
+    parts, folded = fold.fold_parts(got.early.apply(got.events), list(accumulate(made for _, made, *_ in per_entry)))
     for row, part in zip(per_entry, parts):
         row[1] = _encode(part)
-    return per_entry, next(numbering), meter.notes, meter.stopped, folded
+    return per_entry, next(numbering), meter.notes, meter.stopped, folded + got.folded
 
 
 _CLASSES: dict[str, int] = {}

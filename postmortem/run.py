@@ -48,6 +48,7 @@ class _Collected(Sink):
     meter: Meter = field(default_factory=Meter)
     line_classes: dict[str, int] = field(default_factory=dict)  # scan.scan_text's `shared`
     folded: int = 0   # events folded into others by the workers (fold.py): budgets count them
+    early: fold.AsRead = field(default_factory=fold.AsRead)  # folding as this process reads (fold.py)
 
 
 def analyze(path: Path, options: Options = Options()) -> Analysis:
@@ -67,6 +68,8 @@ def _analyze(path: Path, options: Options) -> Analysis:
     meter = Meter(options.budget, options.time_limit, options.clock)
     entries, skipped = bundle.open_bundle(path, meter, options.allow_hardlinks)
     got = _Collected(artifacts=list(skipped), meter=meter)
+    if len({e.path for e in entries}) != len(entries):  # one path twice: fold.py's folding as read is off
+        got.early = fold.AsRead(on=False)
     first = 0
     jobs = parallel.auto_jobs() if options.jobs == 0 else options.jobs
     if parallel.worth_it(entries, jobs, meter):  # several cores, the same result (parallel.py)
@@ -83,7 +86,7 @@ def _analyze(path: Path, options: Options) -> Analysis:
 
 def _taken_events(got: _Collected) -> tuple:
     """The events read, routine INFO copies of many ranks folded (fold.py)."""
-    events, got.events = fold.fold(got.events)[0], []
+    events, got.events = fold.fold(got.early.apply(got.events))[0], []
     return tuple(events)
 
 
@@ -174,6 +177,7 @@ def _read_content(entry, stream, kind: str, got: _Collected, options: Options, b
         if encoding:
             label = f"text ({encoding})" + (f" ({codec})" if compressed else "")
         lines = bundle.iter_lines(stream, got.meter, encoding)
+        early, folded_before, done_early = got.early, got.early.folded, False
         if scan.applies(entry, compressed, encoding):  # big: the scanning stage
             jobs = parallel.auto_jobs() if options.jobs == 0 else options.jobs
             result = None
@@ -181,10 +185,16 @@ def _read_content(entry, stream, kind: str, got: _Collected, options: Options, b
                 result = ranges.read(entry, lines, got, k, jobs)
             if result is None:
                 result = scan.scan_text(entry.path, lines, host=entry.host, k=k, numbering=got.numbering,
-                                        meter=got.meter, shared=got.line_classes)
+                                        meter=got.meter, shared=got.line_classes, early=early)
+                done_early = True
         else:
             result = parse_text(entry.path, lines, host=entry.host, k=k, numbering=got.numbering, meter=got.meter)
-        got.events.extend(result.sink.events)
+        events = result.sink.events
+        if not done_early:  # routine INFO copies folded into earlier files' events as they are read
+            kept = early.file_done(events)
+            events = events if kept is None else kept
+        got.events.extend(events)
+        got.folded += early.folded - folded_before
         got.stacks.extend(result.sink.stacks)
         got.facts.extend(result.sink.facts)
         said = []

@@ -30,12 +30,12 @@ import re
 from collections import Counter
 from typing import Iterable, Iterator
 
-from postmortem import bundle, knowledge
+from postmortem import bundle, fold, knowledge
 from postmortem.budget import Meter
 from postmortem.parsers import _SEEN_CAP, TextResult, _feed, _instances, _is_busy, _offer, _safely, _wants
 from postmortem.parsers.base import Line, LineParser, Sink
 from postmortem.parsers.messages import MessageMatcher
-from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain
+from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain, plain_shape
 from postmortem.parsers.wrappers import clean, strip
 
 # Artifacts at least this big go through the scanning stage; smaller ones line by line.
@@ -50,6 +50,9 @@ INERT, ROUTINE, CONTEXT, ONE_BY_ONE = 0, 1, 2, 3
 # A routine line no known message matches (most of them): the matcher is not asked again
 # (its keyword prefilter costs microseconds a line, as much as the NCCL parser's work).
 QUIET = 4
+# A quiet line whose message is an unstructured INFO one (NcclParser._plain_info): a copy of
+# another file's may be folded as read (fold.AsRead, NcclParser.fold_copy).
+PLAIN = 5
 
 # `host:pid:tid ` at the start of an NCCL line; its digits are masked in the key of the
 # bundle-wide class cache (_Reader.kind), so rank 7's line finds rank 3's class.
@@ -182,13 +185,15 @@ class _Reader:
     """The state of one artifact's reading: the parsers, the matcher, the block they are in."""
 
     def __init__(self, path: str, host: str | None, k: knowledge.Knowledge | None,
-                 numbering: Iterator[int] | None, shared: dict[str, int] | None = None) -> None:
+                 numbering: Iterator[int] | None, shared: dict[str, int] | None = None,
+                 early: fold.AsRead | None = None) -> None:
         self.path, self.host = path, host
         self.sink = Sink(numbering=numbering) if numbering is not None else Sink()
         # Stand-ins for parsers whose modules are not imported yet, as parse_text has them
         # (parsers/__init__.py, index.json): a bundle of NCCL logs never imports the others.
         self.parsers = _instances(path, self.sink)
         self.nccl = next(p for p in self.parsers if isinstance(p, NcclParser))
+        self.early = self.nccl.early = early
         # Whether the NCCL parser can be inside a block at all (`busy` is only ever False
         # unless a subclass overrides it): asked after each line it claims only if so.
         self.nccl_blocks = type(self.nccl).busy is not LineParser.busy
@@ -224,15 +229,18 @@ class _Reader:
             self.used.add(self.matcher.name)
         return claimed_by
 
-    def quick(self, raw: str, no: int, kind: int):
+    def quick(self, raw: str, no: int, kind: int, thread: tuple | None = None):
         """`one` for a routine or context line while no parser is inside a block: its class
         says what `one` would find (the line is not wrapped, only the NCCL parser wants a
         routine line, no parser wants a context line), so the wrapper strip and the other
         parsers' prefilters are skipped."""
         line = Line(self.path, no, raw, raw, self.host)
         claimed = None
-        if kind == ROUTINE or kind == QUIET:
+        if kind == ROUTINE or kind == QUIET or kind == PLAIN:
             nccl = self.nccl
+            if kind == PLAIN and thread is not None and self.early is not None and nccl.fold_copy(line, thread):
+                self.used.add(nccl.name)  # a plain copy of another file's INFO line: deferred (fold.AsRead)
+                return nccl
             if _feed(self.sink, nccl, line):
                 self.used.add(nccl.name)
                 if self.nccl_blocks and _is_busy(self.sink, nccl):
@@ -240,7 +248,7 @@ class _Reader:
                 claimed = nccl
             else:
                 self.unclaimed += 1
-        if kind != QUIET and self.matcher.feed(line):  # a routine line may carry a context message (a version)
+        if kind != QUIET and kind != PLAIN and self.matcher.feed(line):  # a routine line may carry a context message (a version)
             self.used.add(self.matcher.name)
         return claimed
 
@@ -292,7 +300,7 @@ class _Reader:
             if len(shared) < _KINDS_CAP:
                 shared[key] = got[0]
             return got
-        if got != ROUTINE and got != QUIET:
+        if got != ROUTINE and got != QUIET and got != PLAIN:
             return got, None
         return got, known[1]
 
@@ -313,7 +321,9 @@ class _Reader:
         m = _INFO_PREFIX.fullmatch(head) if mark else None
         if m is None or fast_chain(msg) is not None or _ABORT.search(msg):
             return ONE_BY_ONE, None
-        return (ROUTINE if said else QUIET), (m["host"], m["pid"], m["tid"])
+        if said:
+            return ROUTINE, (m["host"], m["pid"], m["tid"])
+        return (PLAIN if m["ts"] is None and plain_shape(msg) is not None else QUIET), (m["host"], m["pid"], m["tid"])
 
     def block(self, data: bytes) -> int:
         """One newline-aligned piece of the artifact.
@@ -333,13 +343,14 @@ class _Reader:
         if len(counts) > DISTINCT_SHARE * total:  # mostly distinct: classifying them would only add work
             self.line_by_line(lines, base)
             return cut
-        first: dict = {}  # each distinct line's first place; a rank's file has them all early
-        want = len(counts)
-        for i, key in enumerate(keys):
-            if key not in first:
-                first[key] = i
-                if len(first) == want:
-                    break
+        # Each distinct line's first place: the Counter holds them in order of first appearance,
+        # so each is found by a C-level search from the previous one (the piece is scanned once,
+        # up to its last new line, however late that comes).
+        first: dict = {}
+        at = 0
+        index = keys.index
+        for key in counts:
+            at = first[key] = index(key, at)
         todo: list[int] = []  # positions to read one by one while no parser waits
         routine_here = []
         for key, i in first.items():
@@ -371,7 +382,7 @@ class _Reader:
                 i = todo[t]
             key = keys[i]
             kind, thread = kinds[key]
-            if kind == QUIET or kind == ROUTINE or kind == CONTEXT:
+            if kind == QUIET or kind == PLAIN or kind == ROUTINE or kind == CONTEXT:
                 if key in targets and not self.in_block and thread not in nccl._chains \
                         and thread not in nccl._last_warn:
                     i += 1
@@ -379,7 +390,8 @@ class _Reader:
                 processed[key] = processed.get(key, 0) + 1
                 nccl.repeat_target = None
                 matcher.repeat_targets = []
-                claimed = self.one(lines[i], base + i + 1) if self.in_block else self.quick(lines[i], base + i + 1, kind)
+                claimed = self.one(lines[i], base + i + 1) if self.in_block else \
+                    self.quick(lines[i], base + i + 1, kind, thread)
                 if key in targets:
                     pass
                 elif kind == CONTEXT or claimed is nccl:
@@ -419,7 +431,7 @@ class _Reader:
         self.repeats = meter.budget.repeats if meter is not None else None
         for data in blocks(lines._chunks(), block_bytes):  # noqa: SLF001 - the budgeted byte source
             if meter is not None:
-                if meter.events + len(self.sink.events) > meter.budget.events:
+                if meter.events + len(self.sink.events) + len(self.nccl.deferred) > meter.budget.events:
                     meter.stop(f"event budget of {meter.budget.events} events reached")
                 if meter.out_of_time():
                     return f"stopped at line {self.n}: {meter.stopped}"
@@ -429,6 +441,16 @@ class _Reader:
     def finish(self, stopped: str = "") -> TextResult:
         for p in self.parsers:
             _safely(self.sink, p, p.finish)
+        if self.early is not None:  # plain INFO copies folded into earlier files' events (fold.AsRead)
+            nccl = self.nccl
+            kept = self.early.file_done(self.sink.events, [(line.path, line.no, where["host"], where["pid"],
+                                                            where["tid"], line.rank, shape, data)
+                                                           for _, line, where, shape, data in nccl.deferred])
+            if kept is None:
+                nccl.materialize()
+            else:
+                self.sink.events[:] = kept
+                nccl.deferred = []
         return TextResult(self.sink, self.n, self.unclaimed, tuple(sorted(self.used)), self.repeated, stopped)
 
 
@@ -439,10 +461,13 @@ def applies(entry: bundle.Entry, compressed: bool, encoding: str | None) -> bool
 
 def scan_text(path: str, lines: bundle.Lines, host: str | None = None, k: knowledge.Knowledge | None = None,
               numbering: Iterator[int] | None = None, meter: Meter | None = None,
-              block_bytes: int = BLOCK_BYTES, shared: dict[str, int] | None = None) -> TextResult:
+              block_bytes: int = BLOCK_BYTES, shared: dict[str, int] | None = None,
+              early: fold.AsRead | None = None) -> TextResult:
     """Read one text artifact through the scanning stage; the same result as parse_text.
     `lines` supplies the bytes (bundle.Lines keeps the bundle's byte and time budget and
     notes a stream that breaks off) and receives the count of cut lines.  `shared`: one
-    dict per analysis (and knowledge) for classes of lines shared between its files."""
-    reader = _Reader(path, host, k, numbering, shared)
+    dict per analysis (and knowledge) for classes of lines shared between its files.
+    `early`: one per process's reading, to fold plain INFO copies as they are read (the
+    result's events are then what fold.AsRead.file_done keeps)."""
+    reader = _Reader(path, host, k, numbering, shared, early)
     return reader.finish(reader.read(lines, meter, block_bytes))

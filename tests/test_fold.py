@@ -71,8 +71,62 @@ def test_folding_is_associative():
 
 
 def _unfolded(monkeypatch):
-    """Folding off."""
+    """Folding off (after reading, and as read)."""
     monkeypatch.setattr(fold, "fold", lambda events: (list(events), 0))
+    _not_as_read(monkeypatch)
+
+
+def _not_as_read(monkeypatch):
+    """Folding as read (fold.AsRead) off: every file's events are made and fold() folds them."""
+    monkeypatch.setattr(fold.AsRead, "file_done", lambda self, events, deferred=(): None)
+
+
+def _as_read_and_after(path: Path, monkeypatch, jobs: int = 1) -> tuple:
+    """The analysis with copies folded as they are read, and with fold() alone afterwards."""
+    early = run.analyze(path, run.Options(jobs=jobs))
+    with monkeypatch.context() as m:
+        _not_as_read(m)
+        late = run.analyze(path, run.Options(jobs=jobs))
+    return early, late
+
+
+def test_folding_as_read_gives_what_folding_after_gives_on_every_fixture_bundle(monkeypatch):
+    from test_scan import _bundles
+
+    monkeypatch.setattr(scan, "SCAN_MIN_BYTES", 0)     # every text file through the scanning stage
+    monkeypatch.setattr(scan, "DISTINCT_SHARE", 2.0)
+    bundles = _bundles()
+    assert len(bundles) > 50
+    for b in bundles:
+        early, late = _as_read_and_after(b, monkeypatch)
+        assert _everything(early) == _everything(late), b
+
+
+def test_folding_as_read_with_timed_small_and_compressed_files_between(tmp_path, monkeypatch):
+    """Ranks whose copies fold as read, with files that fold only afterwards or never in between:
+    a file with printed times (its deferred events are made after all, at their numbers), small
+    files read line by line and a gzip member; one process and two."""
+    import gzip
+
+    from postmortem import parallel
+
+    bundle = _ranks(tmp_path / "b", ranks=10)
+    rank3 = (bundle / "nccl_rank3.log").read_text().splitlines()
+    (bundle / "nccl_rank3.log").write_text("".join(f"{line}\n" if i >= 5 else
+                                                   f"[2026-01-02 03:04:{i % 60:02d}] {line}\n"
+                                                   for i, line in enumerate(rank3)))  # times only on its first lines
+    (bundle / "nccl_rank5.log").write_text("\n".join((bundle / "nccl_rank5.log").read_text().splitlines()[:40]) + "\n")
+    (bundle / "nccl_rank7.log.gz").write_bytes(gzip.compress((bundle / "nccl_rank7.log").read_bytes(), mtime=0))
+    (bundle / "nccl_rank7.log").unlink()
+    monkeypatch.setattr(scan, "SCAN_MIN_BYTES", 4 << 10)
+    early, late = _as_read_and_after(bundle, monkeypatch)
+    assert _everything(early) == _everything(late)
+    assert any(fold.members(e) for e in early.case.events)
+    assert not any(fold.members(e) for e in early.case.events if e.ref.path == "nccl_rank3.log")
+    monkeypatch.setattr(parallel, "MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "GROUPS_PER_JOB", 3)
+    early2, late2 = _as_read_and_after(bundle, monkeypatch, jobs=2)
+    assert _everything(early2) == _everything(late2) == _everything(late)
 
 
 def _json(a, bundle: Path) -> dict:
@@ -148,3 +202,37 @@ def test_a_folded_copy_gets_the_rank_its_own_event_would_get():
     joined = job.join_identities([init] + events)
     assert joined[1].data[fold.MEMBERS] == (("rank1.log", 2, "node3", 101, 108, 3),)
     assert joined[0].rank == 3
+
+
+def test_folding_as_read_with_two_archive_members_of_one_name(tmp_path, monkeypatch):
+    """Two archive members of one name, the second with printed times (the bundle reader names
+    it `dup.log (copy 2)`; were one path read twice, folding as read would be off, fold.AsRead)."""
+    import io
+    import tarfile
+
+    ranks = _ranks(tmp_path / "b", ranks=4)
+    texts = [(ranks / f"nccl_rank{r}.log").read_bytes() for r in range(4)]
+    stamped = b"".join(b"[2026-01-02 03:04:05] " + line + b"\n" for line in texts[3].splitlines())
+    bundle = tmp_path / "bundle.tar"
+    with tarfile.open(bundle, "w") as tar:
+        for name, data in (("rank0.log", texts[0]), ("dup.log", texts[1]), ("rank2.log", texts[2]),
+                           ("dup.log", stamped)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    monkeypatch.setattr(scan, "SCAN_MIN_BYTES", 4 << 10)
+    early, late = _as_read_and_after(bundle, monkeypatch)
+    assert _everything(early) == _everything(late)
+    assert any(fold.members(e) for e in early.case.events)
+    assert {a.path for a in early.case.artifacts} >= {"dup.log", "dup.log (copy 2)"}
+    assert any(p == "dup.log" for e in early.case.events for p, *_ in fold.members(e))
+    assert not any(p == "dup.log (copy 2)" for e in early.case.events for p, *_ in fold.members(e))
+
+
+def test_folding_as_read_when_off_folds_nothing():
+    early = fold.AsRead(on=False)
+    lead = _info("rank0.log", 2, "NET/Plugin : No plugin found", 100, 0)
+    assert early.file_done([lead]) is None and not early.leader(fold._shape(lead.data["msg"]), "rank1.log")
+    on = fold.AsRead()
+    assert on.file_done([lead]) == [lead] and on.leader(fold._shape(lead.data["msg"]), "rank1.log")
+    assert not on.leader(fold._shape(lead.data["msg"]), "rank0.log")   # never into its own file's event

@@ -102,6 +102,14 @@ def _about(msg: str) -> _About:
     return got
 
 
+def plain_shape(msg: str) -> str | None:
+    """The shape of an unstructured INFO message (one NcclParser._plain_info keeps), or None."""
+    about = _about(msg)
+    if about.chain or about.grammar or about.channel or about.abort:
+        return None
+    return about.plain
+
+
 @functools.lru_cache(maxsize=1024)
 def _stamp(ts: str | None) -> Stamp | None:
     """The 2.26+ strftime prefix (default `%F %T`, local time, no zone)."""
@@ -156,6 +164,10 @@ class NcclParser(LineParser):
         self.repeat_target: dict | None = None
         self._rings: set[tuple] = set()
         self._plain: dict[str, dict] = {}  # message shape -> data of its first nccl.info event
+        # Folding as read (fold.AsRead, set by postmortem/scan.py): a plain event whose shape an
+        # earlier file leads is deferred, (number, line, where, dev, shape, data), not made.
+        self.early = None
+        self.deferred: list[tuple] = []
 
     def feed(self, line: Line) -> bool:
         self.repeat_target = None
@@ -323,10 +335,65 @@ class NcclParser(LineParser):
             if where["pid"] is not None and len(seen["pids"]) < _MAX_LISTED and where["pid"] not in seen["pids"]:
                 seen["pids"].append(where["pid"])
             return
-        ev = self.sink.event(line, "nccl.info", Severity.INFO, **where, msg=msg, dev=dev, count=1,
-                             pids=[where["pid"]] if where["pid"] is not None else [])
+        pids = [where["pid"]] if where["pid"] is not None else []
+        early = self.early
+        if early is not None and where["stamp"] is None and line.rank is None and early.leader(shape, line.path):
+            data = {"msg": msg, "dev": dev, "count": 1, "pids": pids}  # what the event's data would be
+            self.deferred.append((next(self.sink.numbering), line, where, shape, data))
+            self._plain[shape] = self.repeat_target = data
+            return
+        ev = self.sink.event(line, "nccl.info", Severity.INFO, **where, msg=msg, dev=dev, count=1, pids=pids)
         self._plain[shape] = ev.data  # type: ignore[assignment]
         self.repeat_target = ev.data
+
+    def fold_copy(self, line: Line, thread: tuple) -> bool:
+        """What `feed` does with a line when that is deferring a plain INFO copy (see _plain_info),
+        done without the general path, or False (nothing done) when it would do anything else.
+        `thread`: the (host, pid, tid) strings of the line's `host:pid:tid` prefix (scan.py)."""
+        early = self.early
+        text = line.text
+        if early is None or self._chains or self._last_warn or line.rank is not None or line.stamp is not None \
+                or text[:1] == "[":
+            return False
+        head, mark, msg = text.partition(_INFO_MARK)
+        host, pid, tid = thread
+        core = f"{host}:{pid}:{tid}"
+        if not mark or not head.startswith(core):
+            return False
+        rest = head[len(core):]  # `` or ` [dev]`, as _INFO_PREFIX reads it
+        if rest:
+            dev_s = rest[2:-1]
+            if rest[:2] != " [" or rest[-1] != "]" or not (dev_s[1:] if dev_s[:1] == "-" else dev_s).isdecimal():
+                return False
+            dev = int(dev_s)
+        else:
+            dev = None
+        about = _about(msg)
+        shape = about.plain
+        if shape is None or about.chain or about.grammar or about.channel or about.abort or shape in self._plain \
+                or not early.leader(shape, line.path):
+            return False
+        where = {"host": host, "pid": int(pid), "tid": int(tid), "stamp": None}
+        data = {"msg": msg, "dev": dev, "count": 1, "pids": [where["pid"]]}
+        self.deferred.append((next(self.sink.numbering), line, where, shape, data))
+        self._plain[shape] = self.repeat_target = data
+        return True
+
+    def materialize(self) -> None:
+        """The deferred plain events made after all (their file has a printed time: fold.AsRead),
+        each with the number it drew, at its place in reading order."""
+        sink, deferred, self.deferred = self.sink, self.deferred, []
+        numbering = sink.numbering
+        for seq, line, where, _shape, data in deferred:
+            sink.numbering = iter((seq,))
+            ev = sink.event(line, "nccl.info", Severity.INFO, **where, msg=data["msg"], dev=data["dev"],
+                            count=data["count"], pids=data["pids"])
+            sink.events.pop()
+            at = len(sink.events)
+            while at and sink.events[at - 1].seq > ev.seq:
+                at -= 1
+            sink.events.insert(at, ev)
+        sink.numbering = numbering
 
     def _transport(self, line: Line, channel: dict, where: dict, dev: int | None) -> None:
         """One event per distinct connection of a process; its `channels` list grows.
