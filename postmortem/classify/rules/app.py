@@ -137,6 +137,7 @@ class AppError(Rule):
         # One exception is one sign: where it was raised qualifies it, it is no second observation.
         sign = (SIGN.app_exception_in_own_code if raised_own
                 else SIGN.app_exception_in_dataset if stack and _in_dataset_fetch(stack) and not _os_error(e)
+                else SIGN.app_exception_argument_error if stack and own and _argument_error(e)
                 else SIGN.app_exception)
         errno = _errno_of(e)
         if errno in _param(SIGN.storage_job_io_errno.id, "device_errnos"):
@@ -280,6 +281,13 @@ def _in_dataset_fetch(stack: Stack) -> bool:
     wanted = [w.rpartition(":") for w in _param(SIGN.app_exception_in_dataset.id, "fetch_frames")]
     return any(f.language == "python" and (f.file or "").replace("\\", "/").endswith(path) and f.function == fn
                for f in stack.frames for path, _, fn in wanted)
+
+
+def _argument_error(e: Event) -> bool:
+    """A built-in argument error (signals.toml app.exception_argument_error): the library the
+    job called refused what the job handed it."""
+    etype = str(e.data.get("type") or "").rsplit(".", 1)[-1]
+    return etype in _param(SIGN.app_exception_argument_error.id, "argument_error_types") and not _os_error(e)
 
 
 _ERRNO = re.compile(r"\[Errno (\d{1,4})\]")
