@@ -129,3 +129,27 @@ def _copy(tmp_path: Path, files: dict[str, Path]) -> Path:
     for name, src in files.items():
         (bundle / name).write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
     return bundle
+
+
+# ---------------------------------------------------------------- gloo device.cc: no address for the named interface
+
+_IFNAME = (Path(__file__).resolve().parents[2] / "fixtures" / "validation25"
+           / "lab-b/lab7-gloo-ifname-nccl-exclude-syntax/bundle")   # GLOO_SOCKET_IFNAME=^docker0,lo (run here)
+_LOOPBACK = (Path(__file__).resolve().parents[2] / "fixtures" / "validation21"
+             / "eks-lws-vllm-two-node-gloo-loopback-no-socket-ifname-08/bundle")
+
+
+def test_an_interface_gloo_cannot_find_is_the_transport_setup(tmp_path):
+    line = _line(_IFNAME / "node0.log", "Unable to find address")
+    assert _matching(line) == ["gloo_device_address_not_found"]
+    v = _bundle(tmp_path, {"node0.log": _IFNAME / "node0.log"})
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+    assert v.root.signal == "msg.gloo_device_address_not_found" and v.root.strength == "strong", v.trace
+
+
+def test_gloos_loopback_fallback_warning_is_not_a_missing_interface():
+    # Near miss (real, kubernetes-sigs/lws report): gloo could not resolve the host name and fell
+    # back to loopback -- a different message with its own (weak) reading.
+    path = next(p for p in _LOOPBACK.iterdir() if "Unable to resolve hostname" in p.read_text(encoding="utf-8"))
+    line = _line(path, "Unable to resolve hostname")
+    assert "gloo_device_address_not_found" not in _matching(line)
