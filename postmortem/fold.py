@@ -107,26 +107,34 @@ def _folded(events: Sequence[Event]) -> tuple[list[tuple[int, Event]], int]:
             continue
         data = grown.get(at)
         if data is None:
-            lead = out[at][1].data
-            data = grown[at] = {**lead, "pids": list(lead["pids"]), FOLDED: lead.get(FOLDED, 0),
-                                MEMBERS: list(lead.get(MEMBERS, ()))}
-        more = e.data
-        data["count"] += more["count"]
-        pids = data["pids"]
-        for pid in more["pids"]:
-            if len(pids) >= MAX_PIDS:
-                break
-            if pid not in pids:
-                pids.append(pid)
-        data[MEMBERS].append(member(e))
-        data[MEMBERS].extend(more.get(MEMBERS, ()))
-        data[FOLDED] += 1 + more.get(FOLDED, 0)
+            data = grown[at] = _growing(out[at][1].data)
+        _absorb(data, e.data, member(e), e.data.get(FOLDED, 0), e.data.get(MEMBERS, ()))
         away += 1
     for at, data in grown.items():
         data[MEMBERS] = tuple(data[MEMBERS])
         i, e = out[at]
         out[at] = (i, dataclasses.replace(e, data=data))
     return out, away
+
+
+def _growing(lead: dict) -> dict:
+    """A copy of a leader's data that copies can be folded into (fold() and AsRead share it, so
+    folding as read gives exactly what folding afterwards gives)."""
+    return {**lead, "pids": list(lead["pids"]), FOLDED: lead.get(FOLDED, 0), MEMBERS: list(lead.get(MEMBERS, ()))}
+
+
+def _absorb(data: dict, more: dict, one: tuple, folded: int, members_: Iterable[tuple]) -> None:
+    """Fold one copy (its data `more`, its place `one`, what was already folded into it) into `data`."""
+    data["count"] += more["count"]
+    pids = data["pids"]
+    for pid in more["pids"]:
+        if len(pids) >= MAX_PIDS:
+            break
+        if pid not in pids:
+            pids.append(pid)
+    data[MEMBERS].append(one)
+    data[MEMBERS].extend(members_)
+    data[FOLDED] += 1 + folded
 
 
 def weight(e: Event) -> int:
@@ -195,20 +203,8 @@ class AsRead:
     def _add(self, lead: Event, more: dict, one: tuple, folded: int, members_: Iterable[tuple]) -> None:
         got = self.grown.get(id(lead))
         if got is None:
-            data = lead.data
-            got = self.grown[id(lead)] = (lead, {**data, "pids": list(data["pids"]), FOLDED: data.get(FOLDED, 0),
-                                                 MEMBERS: list(data.get(MEMBERS, ()))})
-        data = got[1]
-        data["count"] += more["count"]
-        pids = data["pids"]
-        for pid in more["pids"]:
-            if len(pids) >= MAX_PIDS:
-                break
-            if pid not in pids:
-                pids.append(pid)
-        data[MEMBERS].append(one)
-        data[MEMBERS].extend(members_)
-        data[FOLDED] += 1 + folded
+            got = self.grown[id(lead)] = (lead, _growing(lead.data))
+        _absorb(got[1], more, one, folded, members_)
 
     def apply(self, events: list[Event]) -> list[Event]:
         """`events` (this process's, in reading order) with each leader carrying what was folded into it."""
