@@ -16,7 +16,11 @@ from postmortem.model import ClockKind, Stamp
 # match at the start of the line and consume the wrapper with its trailing space.
 _CI_ISO = re.compile(
     r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d))\s")
-_RANK = re.compile(r"^\[(?:rank|default)(?P<rank>\d+)\]:\s?")
+# `[rank3]:` is torch's own excepthook prefix, the GLOBAL rank (distributed_c10d.py
+# init_process_group: excepthook_prefix = f"[rank{get_rank()}]"); `[default3]:` is torchrun's
+# --tee/redirect prefix `[${role_name}${local_rank}]:`, the LOCAL rank (elastic/agent/server/
+# local_elastic_agent.py).  Nested (`[default0]:[rank1]: ...` on node 1), the global one wins.
+_RANK = re.compile(r"^\[(?P<word>rank|default)(?P<rank>\d+)\]:\s?")
 _MPI = re.compile(r"^\[(?P<job>\d+),(?P<rank>\d+)\]<(?:stdout|stderr)>:\s?")
 # srun --label: `11: ` ; also DeepSpeed/pdsh `host: ` is handled below.
 _SRUN = re.compile(r"^(?P<rank>\d{1,5}): (?=\S)")
@@ -69,6 +73,7 @@ def strip(text: str) -> tuple[str, int | None, str | None, Stamp | None]:
     rank: int | None = None
     host: str | None = None
     stamp: Stamp | None = None
+    local_only = False   # the rank so far is torchrun's `[defaultN]:` local rank
     for _ in range(4):  # wrappers nest at most a few deep
         m = _CI_ISO.match(text)
         if m and stamp is None:
@@ -77,7 +82,10 @@ def strip(text: str) -> tuple[str, int | None, str | None, Stamp | None]:
             continue
         m = _RANK.match(text) or _MPI.match(text)
         if m:
-            rank = int(m.group("rank")) if rank is None else rank
+            word = m.groupdict().get("word")
+            if rank is None or (word == "rank" and local_only):
+                rank = int(m.group("rank"))
+                local_only = word == "default"
             text = text[m.end():]
             continue
         m = _SRUN.match(text)

@@ -83,3 +83,14 @@ def test_level_steps_with_timeouts_expiring_far_apart_do_not_count(tmp_path):
     v = analyze(bundle).verdict
     assert v.cause == "unknown", v.trace
     assert any("expired far apart" in t for t in v.trace), v.trace
+
+
+LINK_DOWN = FIX / "validation25" / "lab-c" / "lab7-node1-link-down-midrun-emergency-save-fails" / "bundle"
+
+
+def test_the_highest_step_a_rank_logged_is_where_it_got_to(tmp_path):
+    # real lab run: each rank's handler printed "step 21 failed" -- on node 1 before the traceback
+    # torch's excepthook writes at exit, on node 0 after it; both got to step 21
+    v = analyze(_copy(tmp_path, LINK_DOWN)).verdict
+    assert v.category.value == "comms", v.trace
+    assert any("every rank last logged step 21" in t for t in v.trace), v.trace

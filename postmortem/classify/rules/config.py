@@ -416,26 +416,22 @@ _NCCL_DEBUG_KINDS = frozenset({KIND.nccl_info, KIND.nccl_warn, KIND.nccl_init, K
 
 
 def _level_steps(case: Case, timeouts: list[Event], timed_out: set[int]) -> tuple[int, tuple[Ref, ...]] | None:
-    """The step every timed-out rank last logged before its first timeout (messages.toml
-    rank_step), when each of them logged one and all name the same step; else None.  A
-    step line printed after the rank's timeout (an emergency save, a retry) is not where it
-    stood when the collective began."""
-    first_timeout: dict[int, int] = {}
-    for e in timeouts:
-        if e.rank is not None:
-            first_timeout[e.rank] = min(first_timeout.get(e.rank, e.seq), e.seq)
-    last: dict[int, Event] = {}
+    """The step every timed-out rank got to (the highest its own progress lines name,
+    messages.toml rank_step), when each of them logged one and all got to the same step; else
+    None.  The highest, not the last in the file: a handler's "step 21 failed" printed before
+    the traceback that torch's excepthook writes at exit still says how far the rank got."""
+    best: dict[int, tuple[int, Event]] = {}
     for e in events_of(case, KIND.msg_rank_step):
         r = e.rank
-        if r in first_timeout and e.seq < first_timeout[r] and str(e.data.get("step", "")).isdecimal():
-            if r not in last or e.seq > last[r].seq:
-                last[r] = e
-    if len(timed_out) < 2 or set(last) != timed_out:
+        step = str(e.data.get("step", ""))
+        if r in timed_out and step.isdecimal() and (r not in best or int(step) > best[r][0]):
+            best[r] = (int(step), e)
+    if len(timed_out) < 2 or set(best) != timed_out:
         return None
-    steps = {int(e.data["step"]) for e in last.values()}
+    steps = {s for s, _ in best.values()}
     if len(steps) != 1:
         return None
-    return steps.pop(), tuple(last[r].ref for r in sorted(last))
+    return steps.pop(), tuple(best[r][1].ref for r in sorted(best))
 
 
 def _timeouts_apart(case: Case, timeouts: list[Event], timed_out: set[int]) -> bool:
