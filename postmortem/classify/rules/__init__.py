@@ -13,7 +13,8 @@ from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout,
                                               ShmFullInPython, ShmSmallBesideFailure, SigbusContext, StorePortTaken, ForkEnomem)
 from postmortem.classify.rules.hang import CgroupHeldBack, FlightRecorderHang, StacksAtTimeout
 from postmortem.classify.rules.hardware import GpuHealth, ThermalBeforeBusLoss
-from postmortem.classify.rules.interfaces import FirewallDiscards, InterfaceFaults, PathDiscards, TcpConnectionLosses
+from postmortem.classify.rules.interfaces import (FirewallDiscards, HostOffNetwork, InterfaceFaults, PathDiscards,
+                                                  TcpConnectionLosses)
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
 
 RULES: tuple[Rule, ...] = (
@@ -52,6 +53,7 @@ RULES: tuple[Rule, ...] = (
     TcpConnectionLosses(),
     PathDiscards(),
     FirewallDiscards(),
+    HostOffNetwork(),
     AppError(),
 )
 

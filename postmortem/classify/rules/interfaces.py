@@ -381,3 +381,87 @@ def _local_side(name: str) -> bool:
     opposite: traffic NOT on it, which the path between hosts is)."""
     name = str(name or "*")
     return name != "*" and not name.startswith("!") and (name == "lo" or _host_local(name.rstrip("+")))
+
+
+class HostOffNetwork(Rule):
+    """A host of a job that spans hosts, whose full interface listing (`ip link` / `ip -br
+    addr`: the loopback is in it) shows no interface outside the host that could carry a
+    packet: every one administratively down (no UP among iproute2's flags, IFF_UP clear), without
+    carrier or operationally down, or shown by `ip -br addr` holding no address.  Then the host
+    could reach none of its peers -- whatever the job's transport (NCCL's bootstrap, gloo and
+    the c10d store all use IP sockets between hosts) -- and its collectives and store calls time
+    out.  The weakness of a single link-down reading (net.link_down: the bundle may not say it
+    was the job's interface) does not apply when no interface is left.  Read only beside the
+    job's failure (a collective or store timeout, or a rank's failure)."""
+
+    id = "host-off-network"
+
+    def findings(self, case, k, trace):
+        by_file: dict[str, list[Fact]] = {}
+        for f in case.facts:
+            if f.name == FACT and isinstance(f.value, dict):
+                by_file.setdefault(f.ref.path, []).append(f)
+        if not by_file:
+            return []
+        failed = events_of(case, TIMEOUT_KINDS) or events_of(case, {KIND.launcher_child_failed})
+        if not failed or not _spans_hosts(case):
+            return []
+        for path, facts in sorted(by_file.items()):
+            names = {str(f.value.get("name", "")) for f in facts}
+            if not any(_LOOPBACK_IF.match(n) for n in names):
+                continue   # one interface shown (`ip link show eth0`): not the host's whole listing
+            outside = [f for f in facts if not _host_local(str(f.value.get("name", "")))]
+            if not outside:
+                continue
+            views: dict[str, list[dict]] = {}
+            for f in outside:
+                views.setdefault(str(f.value["name"]), []).append(f.value)
+            if any(_usable(v) for v in views.values()):
+                continue
+            what = "; ".join(f"{name}: {_why_unusable(v)}" for name, v in sorted(views.items())[:4])
+            summary = (f"the interface listing {path} shows no interface of the host that could carry the job's "
+                       f"traffic ({what}) while the job, which spans hosts, failed ({failed[0].ref.describe()}): "
+                       "that host could reach none of its peers")
+            trace.append(f"{self.id}: {path}: {what}")
+            return [sign_finding(k, SIGN.net_host_off_network, self.id, summary, failed[:2], "host-off-network",
+                                 extra_refs=tuple(f.ref for f in outside[:3]))]
+        return []
+
+
+_LOOPBACK_IF = re.compile(r"^lo$")
+
+
+def _usable(views: list[dict]) -> bool:
+    """Up in every view, with carrier, and holding an address where a view shows addresses."""
+    for v in views:
+        if v.get("admin_up") is False or v.get("carrier") is False or v.get("state") in _DOWN_STATES:
+            return False
+        if _shows_addresses(v) and not v.get("addresses"):
+            return False
+    return True
+
+
+def _shows_addresses(v: dict) -> bool:
+    """`ip -br addr` prints the addresses where `ip -br link` prints the MAC and the flags: a
+    brief view without flags is the address view (parsers/iproute.py brief)."""
+    return v.get("admin_up") is None and not v.get("flags") and v.get("mtu") is None
+
+
+def _why_unusable(views: list[dict]) -> str:
+    for v in views:
+        if v.get("admin_up") is False:
+            return "administratively down"
+        if v.get("carrier") is False or v.get("state") in _DOWN_STATES:
+            return f"no link ({v.get('state') or 'NO-CARRIER'})"
+    return "up, no address"
+
+
+def _spans_hosts(case: Case) -> bool:
+    """The job ran on more than one host: a torchrun failure entry whose global rank differs
+    from its local rank (rank = node rank x processes per node + local rank, so a second
+    agent), or events from two hosts."""
+    for e in events_of(case, KIND.launcher_child_failed):
+        local = e.data.get("local_rank")
+        if e.rank is not None and isinstance(local, int) and e.rank != local:
+            return True
+    return len({e.host for e in case.events if e.host}) >= 2
