@@ -150,6 +150,20 @@ def death_mismatch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple
     return _against(COUNTER.death_mismatch, reason, trace)
 
 
+def oom_kill_hit_the_job(case: Case) -> bool:
+    """Is an OOM kill of the bundle seen to hit the job?  Yes when a victim's pid is named in
+    the job's own lines, or the job's own logs show one of its processes dying as the OOM
+    killer kills (SIGKILL, exit -9, 'Killed', OOMKilled).  A memcg kill of some other process
+    (the kernel log keeps the host's whole history) links no failure of the job to memory."""
+    kernel_files = _kernel_artifacts(case)
+    victims = {e.pid for e in events_of(case, _OOM_KILLS) if e.pid is not None}
+    if victims & {e.pid for e in case.events if e.pid is not None and e.ref.path not in kernel_files}:
+        return True
+    return any(_SIGKILL.search(e.text) or str(e.data.get("exitcode", "")) == "-9"
+               or str(e.data.get("signal", "")).upper() in ("SIGKILL", "KILLED")
+               for e in events_of(case, _DEATH_KINDS) if e.ref.path not in kernel_files)
+
+
 # Deaths that are teardown, not a cause: the launcher's SIGTERM, NCCL's own abort.
 _TEARDOWN = frozenset({"SIGTERM", "SIGABRT", "SIGINT", "SIGHUP"})
 _NETWORK_TEXT = re.compile(r"NCCL|nccl|[Cc]onnection|network|[Gg]loo|[Tt]imed out|[Tt]imeout|DistBackendError|Socket")

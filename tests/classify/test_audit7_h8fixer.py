@@ -1,0 +1,49 @@
+"""Audit 7 items taken by the h8 fixer (H6 remainder, MEDIUM and LOW items), each with the real
+lines that were over-claimed and a near miss.  Bundles are arranged at test time from real files
+of fixtures/ (each test says which); no line here is written by hand unless marked."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from postmortem.run import analyze
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "fixtures"
+
+
+def _bundle(tmp_path: Path, files: dict[str, str]):
+    bundle = tmp_path / "bundle"
+    bundle.mkdir(parents=True)
+    for name, text in files.items():
+        (bundle / name).write_text(text, encoding="utf-8")
+    return analyze(bundle)
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _line(path: Path, needle: str) -> str:
+    return next(l for l in _read(path).splitlines(keepends=True) if needle in l)
+
+
+# ---------------------------------------------------------------- H6: a kill of another process
+
+_ROCE = FIXTURES / "validation20/roce-mtu-mismatch-two-servers-nccl-2-20-lav-34/bundle/nccl.log"   # NVIDIA/nccl#1524
+# an LKML report's memcg OOM kill of a process named "leaker" (pid 23793): not a process of the job above
+_LEAKER_KILL = _line(FIXTURES / "kernel/oom_memcg_lkml.txt", "Killed process 23793")
+
+
+def test_an_oom_kill_of_another_process_does_not_absorb_a_roce_failure(tmp_path):
+    # arranged (audit 7 probe p11b): the RoCE MTU-mismatch log beside one real memcg kill line
+    a = _bundle(tmp_path, {"nccl.log": _read(_ROCE), "dmesg.txt": _LEAKER_KILL})
+    assert a.verdict.category.value == "comms" and a.verdict.cause == "nccl_network", (a.verdict.cause,
+                                                                                       a.verdict.trace)
+    assert any("nccl_network is no fallout of host_oom" in t for t in a.verdict.trace)
+    assert not any("is explained by host_oom" in t for t in a.verdict.trace)
+
+
+def test_the_kill_line_alone_still_claims_host_oom(tmp_path):
+    # near miss: with nothing else failing, the kill is the bundle's only story
+    a = _bundle(tmp_path, {"dmesg.txt": _LEAKER_KILL})
+    assert a.verdict.cause == "host_oom"
