@@ -47,3 +47,35 @@ def test_the_kill_line_alone_still_claims_host_oom(tmp_path):
     # near miss: with nothing else failing, the kill is the bundle's only story
     a = _bundle(tmp_path, {"dmesg.txt": _LEAKER_KILL})
     assert a.verdict.cause == "host_oom"
+
+
+# ---------------------------------------------------------------- M14: one refused fork, read once
+
+_PIDS_LAB = FIXTURES / "validation23/lab-c/lab5-container-pids-limit-omp-threads/bundle"
+# a real kernel line of ANOTHER lab job's pids group (/pm4job), not the group of the run above (/pm5c-job2)
+_OTHER_GROUP = _line(FIXTURES / "validation22/extra/lab4-pids-limit-loader-workers/bundle/dmesg.txt",
+                     "fork rejected by pids controller")
+
+
+def test_another_groups_pids_refusal_is_no_second_sign_of_the_jobs_eagain(tmp_path):
+    # arranged (audit 7 probe p14): the lab job's libgomp EAGAIN beside another group's kernel line
+    a = _bundle(tmp_path, {"launcher.log": _read(_PIDS_LAB / "launcher.log"), "dmesg.txt": _OTHER_GROUP})
+    assert a.verdict.cause == "unknown", (a.verdict.cause, a.verdict.trace)
+    assert any("names pids group /pm4job, not shown to be the job's" in t for t in a.verdict.trace)
+    assert not any("independent weak signs" in t for t in a.verdict.trace)
+
+
+def test_the_kernel_line_of_the_jobs_own_group_names_the_limit(tmp_path):
+    # near miss: the same EAGAIN beside the kernel line of the job's own group, which the bundle's
+    # pids.max file (the lab's, without its pids.events count) names
+    pids_max = "".join(_read(_PIDS_LAB / "container_pids_cgroup.txt").splitlines(keepends=True)[:2])
+    a = _bundle(tmp_path, {"launcher.log": _read(_PIDS_LAB / "launcher.log"), "pids.txt": pids_max,
+                           "dmesg.txt": _read(_PIDS_LAB / "dmesg.txt")})
+    assert a.verdict.cause == "app_error", a.verdict.trace
+    assert any("2 independent weak signs: msg.task_create_eagain, limits.pids_refused" in t for t in a.verdict.trace)
+    assert any("(the job's pids group)" in t for t in a.verdict.trace)
+
+
+def test_the_pids_group_is_read_from_the_files_path(tmp_path):
+    a = analyze(_PIDS_LAB)
+    assert {f.value for f in a.case.facts if f.name == "cgroup.pids_group"} == {"/pm5c-job2"}

@@ -629,8 +629,12 @@ class MeasuredLimit(Rule):
 
 
 class PidsLimitRefused(Rule):
-    """A pids cgroup that refused task creations (pids.events `max N`, N > 0) beside the job's own
-    EAGAIN from creating a thread or process: the limit that refused it, measured."""
+    """The job's own EAGAIN from creating a thread or process, beside the limit that refused it:
+    its pids cgroup's pids.events `max N` (N > 0), or the kernel's "fork rejected by pids
+    controller in <group>" for the job's group (the group whose pids files the bundle holds, or
+    one the job's own lines name: a container's id is its host name).  Both are the limit's own
+    account of the refusal the EAGAIN reports; the kernel line of another group (a login
+    session's fork bomb) says nothing of the job (audit 7 M14)."""
 
     id = "pids-limit-refused"
 
@@ -639,16 +643,50 @@ class PidsLimitRefused(Rule):
         if not said:
             return []
         hits = [f for f in case.facts if f.name == "cgroup.pids_max_hits" and isinstance(f.value, int) and f.value > 0]
-        if not hits:
-            return []
-        f = hits[0]
-        limit = next((g for g in case.facts if g.name == "cgroup.pids_max"), None)
-        trace.append(f"{self.id}: pids.events max {f.value} ({f.ref.describe()}) beside {said[0].ref.describe()}")
-        return [sign_finding(k, SIGN.limits_pids_refused, self.id,
-                             f"the job's pids cgroup refused {f.value} task creation(s) ({f.ref.describe()})"
-                             + (f" at its limit of {limit.value} tasks ({limit.ref.describe()})" if limit else "")
-                             + f": threads and processes count against it ({said[0].ref.describe()})",
-                             said[:2], "pids", extra_refs=(f.ref,) + ((limit.ref,) if limit else ()))]
+        if hits:
+            f = hits[0]
+            limit = next((g for g in case.facts if g.name == "cgroup.pids_max"), None)
+            trace.append(f"{self.id}: pids.events max {f.value} ({f.ref.describe()}) beside {said[0].ref.describe()}")
+            return [sign_finding(k, SIGN.limits_pids_refused, self.id,
+                                 f"the job's pids cgroup refused {f.value} task creation(s) ({f.ref.describe()})"
+                                 + (f" at its limit of {limit.value} tasks ({limit.ref.describe()})" if limit else "")
+                                 + f": threads and processes count against it ({said[0].ref.describe()})",
+                                 said[:2], "pids", extra_refs=(f.ref,) + ((limit.ref,) if limit else ()))]
+        for e in events_of(case, {KIND.kernel_line}):
+            m = _PIDS_REJECTED.search(e.text)
+            if not m:
+                continue
+            if not _the_jobs_group(m.group("group"), case):
+                trace.append(f"{self.id}: {e.ref.describe()} names pids group {m.group('group')}, not shown to be "
+                             "the job's: it does not say which limit refused the job's task creation")
+                continue
+            trace.append(f"{self.id}: {e.ref.describe()} (the job's pids group) beside {said[0].ref.describe()}")
+            return [sign_finding(k, SIGN.limits_pids_refused, self.id,
+                                 f"the kernel's pids controller refused a task creation in the job's group "
+                                 f"{m.group('group')} ({e.ref.describe()}): threads and processes count against "
+                                 f"its limit ({said[0].ref.describe()})", [said[0], e], "pids")]
+        return []
+
+
+# kernel/cgroup/pids.c pids_event: "cgroup: fork rejected by pids controller in " + the group's path
+_PIDS_REJECTED = re.compile(r"fork rejected by pids controller in (?P<group>/\S*)")
+# a container's cgroup leaf (docker-<id>.scope, cri-containerd-<id>.scope, crio-<id>, /docker/<id>): its id
+_CONTAINER_ID = re.compile(r"(?:^|[-/])(?P<id>[0-9a-f]{12})[0-9a-f]{0,52}(?:\.scope)?$")
+
+
+def _the_jobs_group(group: str, case: Case) -> bool:
+    """Is a pids group the job's?  Yes when the bundle holds that group's pids files, or the job's own
+    (non-kernel) lines name its leaf, or its container id (a container's host name is the id's first
+    12 hex digits, as NCCL and the launcher print it)."""
+    if any(f.name == "cgroup.pids_group" and isinstance(f.value, str) and f.value != "/"
+           and (group == f.value or group.endswith(f.value) or f.value.endswith(group)) for f in case.facts):
+        return True
+    leaf = group.rstrip("/").rsplit("/", 1)[-1]
+    m = _CONTAINER_ID.search(leaf)
+    names = {m.group("id")} if m else ({leaf} if leaf and not leaf.endswith((".scope", ".slice")) else set())
+    kernel = produced_by("parser:kernel")
+    return any(e.kind not in kernel and (e.host in names or any(n in e.text for n in names))
+               for e in case.events if names)
 
 
 class EnomemUnderMemlock(Rule):
