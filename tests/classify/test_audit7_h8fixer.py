@@ -79,3 +79,37 @@ def test_the_kernel_line_of_the_jobs_own_group_names_the_limit(tmp_path):
 def test_the_pids_group_is_read_from_the_files_path(tmp_path):
     a = analyze(_PIDS_LAB)
     assert {f.value for f in a.case.facts if f.name == "cgroup.pids_group"} == {"/pm5c-job2"}
+
+
+# ---------------------------------------------------------------- M2: a refused connection is nobody listening
+
+from postmortem.knowledge import catalog as C  # noqa: E402
+
+# stas00/ml-engineering (debug chapter, the Jean Zay / BigScience notes), verbatim: NCCL <= 2.11
+# include/socket.h after its refused retries; their diagnosis was a node whose process was not listening
+_REFUSED = "r11i6n2:486514:486651 [1] include/socket.h:403 NCCL WARN Connect to 10.148.3.247<56821> failed : Connection refused\n"
+# NVIDIA/nccl-tests#166, verbatim (NCCL 2.18): a connect that failed with another errno
+_ABORTED = ("ubuntu:39964:40075 [0] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 10.0.0.2<45763> failed : "
+            "Software caused connection abort\n")
+
+
+def test_a_refused_nccl_connect_only_leans_to_the_network(tmp_path):
+    m = C.match_nccl(_REFUSED)
+    assert m and m.cause == "nccl_network" and m.strength == "subsystem"
+    a = _bundle(tmp_path, {"nccl.log": _REFUSED})
+    assert a.verdict.cause == "unknown" and "leaning nccl_network" in a.verdict.summary, a.verdict.trace
+
+
+def test_nccl_s_refused_retries_running_out_is_weak_too():
+    # misc/socket.cc (2.18+) retries ECONNREFUSED/ETIMEDOUT, then "exceeded retries" (nccl#1515's maintainer)
+    for fmt in ("socketPollConnect: exceeded retries (%d)", "socketStartConnect: exceeded retries (%d)"):
+        (e,) = [e for e in C._catalog("nccl")[1] if e.name == fmt]
+        assert e.cause == "nccl_network" and e.strength == "subsystem", fmt
+
+
+def test_a_connect_failing_with_another_errno_still_reads_the_network(tmp_path):
+    # near misses: another errno keeps its specific reading; a missing interface keeps its claim
+    m = C.match_nccl(_ABORTED)
+    assert m and m.cause == "nccl_network" and m.strength == "specific"
+    a = analyze(FIXTURES / "validation2/sock-ifname-eth0-missing-04/bundle")
+    assert a.verdict.cause == "nccl_network"

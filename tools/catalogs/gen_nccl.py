@@ -72,6 +72,10 @@ TEXT_RULES: tuple[tuple[str, str, str, str], ...] = (
     # ECONNRESET/EPIPE -> "Connection reset by peer" -- what every rank prints when a PEER PROCESS
     # dies, as much as when the network fails: weak (PEER_FALLOUT below).
     (r"Connection reset|Connection closed|closed by remote|remote process exited|peer.*closed", "socket", "nccl_network", "a peer closed or reset the connection (a crashed peer prints it as much as a network fault)"),
+    # misc/socket.cc (2.18+) socketStartConnect/socketPollConnect: ECONNREFUSED (and ETIMEDOUT) are
+    # retried RETRY_REFUSED_TIMES, then 'exceeded retries': nobody listened at the peer's address --
+    # a peer process dead or not yet up, or a wrong port -- as much as a path fault: weak (audit 7 M2).
+    (r"exceeded retries", "socket", "nccl_network", "connect attempts refused until NCCL's retries ran out: nobody listened at the peer's address (a peer dead or not yet up, a wrong port) as much as a path fault"),
     (r"Connection refused|socketProgress|socketPoll|socketFinalizeAccept|socketConnect|Connect to .* failed|connect.* failed|Accept failed|accept failed|Net : Connection", "socket", "nccl_network", "a socket connection to a peer failed"),
     (r"NET/IB|NET/Socket|NET/Plugin|\bIB\b", "", "nccl_network", "an IB or socket transport failure"),
     (r"NVLS|nvls|[Mm]ulticast|cuMulticast|IMEX|[Ff]abric|MNNVL", "nvls", "nvls_fabric", "NVLS / multicast / fabric setup failed"),
@@ -96,7 +100,8 @@ NAMES_ONLY_THE_SUBSYSTEM = frozenset({r"NET/IB|NET/Socket|NET/Plugin|\bIB\b"})
 # A dead peer process and a failed network print the same words, so the reading is weak: it
 # leans to the network and needs a second, independent sign (audit 6, fixer2's check of
 # misc/socket.cc socketProgressOpt).
-PEER_FALLOUT = frozenset({r"Connection reset|Connection closed|closed by remote|remote process exited|peer.*closed"})
+PEER_FALLOUT = frozenset({r"Connection reset|Connection closed|closed by remote|remote process exited|peer.*closed",
+                          r"exceeded retries"})
 
 # NCCL <= 2.18 (net_ib.cc ncclIbAsyncThreadMain) printed EVERY HCA async event but COMM_EST in one
 # format, "Got async event : %s" with libibverbs' ibv_event_type_str (libibverbs/verbs.c): only the
@@ -117,10 +122,16 @@ ERRNO_READINGS = {  # strerror text -> cause, for entries marked 'errno'
     # misc/socket.cc SYSCHECK(bind(...), "bind") -> "Call to bind failed: <strerror>": EADDRINUSE
     # only with a fixed port (NCCL_COMM_ID, a set NCCL_SOCKET_PORT range); unreachable peers on connect.
     "socket": {"Address already in use": "port_in_use", "No route to host": "nccl_network",
-               "Network is unreachable": "nccl_network"},
+               "Network is unreachable": "nccl_network", "Connection refused": "nccl_network"},
     "ib": {"Cannot allocate memory": "memlock_limit", "Operation not permitted": "memlock_limit",
            "Bad address": "nccl_network", "No such device": "nccl_network", "Connection timed out": "nccl_network"},
 }
+
+# Readings above that are weak: the errno says nobody listened at the peer's address (an RST from a
+# live host: the path works), which a peer process that died or has not started gives as much as a
+# misrouted connection -- NCCL <= 2.17 'Connect to %s failed : Connection refused' after its refused
+# retries (include/socket.h connectAddress, misc/socket.cc ncclSocketConnect) (audit 7 M2).
+ERRNO_WEAK = {"socket": ["Connection refused"]}
 
 # Readings above that do not hold when the line names a call the mechanism does not govern
 # (regex on the line): ENOMEM reads as the memlock limit because ib_umem_get (Linux
@@ -305,6 +316,7 @@ def main(argv: list[str]) -> int:
         "file_rules": [{"path": rx, "subsystem": s, "cause": c} for rx, s, c in FILE_RULES],
         "errno_readings": ERRNO_READINGS,
         "errno_not_when": ERRNO_NOT_WHEN,
+        "errno_weak": ERRNO_WEAK,
         "async_event_readings": ASYNC_EVENT_READINGS,
         "cuda_readings": {"readings": CUDA_READINGS, "files": sorted(kernel_files), "why": CUDA_READINGS_WHY},
         "versions": {t: len(v) for t, v in per_version.items()},
