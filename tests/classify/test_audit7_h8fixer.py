@@ -113,3 +113,25 @@ def test_a_connect_failing_with_another_errno_still_reads_the_network(tmp_path):
     assert m and m.cause == "nccl_network" and m.strength == "specific"
     a = analyze(FIXTURES / "validation2/sock-ifname-eth0-missing-04/bundle")
     assert a.verdict.cause == "nccl_network"
+
+
+# ---------------------------------------------------------------- M8: an ordinal a lost GPU made invalid
+
+# open-mmlab/mmdetection#11801, verbatim ("It changes directly from 4gpu to 3gpu")
+_INVALID_ORDINAL = ("RuntimeError: CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously reported "
+                    "at some other API call,so the stacktrace below might be incorrect.\n"
+                    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1.\n")
+_XID79 = _line(FIXTURES / "xid/xid_public.txt", "79, pid=0, GPU has fallen off the bus")
+
+
+def test_a_gpu_that_fell_off_the_bus_explains_an_invalid_ordinal(tmp_path):
+    a = _bundle(tmp_path, {"train.log": _INVALID_ORDINAL, "dmesg.txt": _XID79})
+    assert a.verdict.cause == "gpu_fell_off_bus", a.verdict.trace
+    assert any("device_mapping (0.60) is explained by gpu_fell_off_bus" in t for t in a.verdict.trace)
+    assert "device_mapping" not in {f.cause for f in a.verdict.alternatives}
+
+
+def test_an_invalid_ordinal_alone_stays_the_device_mapping(tmp_path):
+    # near miss: nothing in the bundle says a GPU was lost (nproc > visible GPUs is the usual story)
+    a = _bundle(tmp_path, {"train.log": _INVALID_ORDINAL})
+    assert a.verdict.cause == "device_mapping"
