@@ -135,3 +135,33 @@ def test_an_invalid_ordinal_alone_stays_the_device_mapping(tmp_path):
     # near miss: nothing in the bundle says a GPU was lost (nproc > visible GPUs is the usual story)
     a = _bundle(tmp_path, {"train.log": _INVALID_ORDINAL})
     assert a.verdict.cause == "device_mapping"
+
+
+# ---------------------------------------------------------------- M3: NCCL's checks of its own state
+
+def _nccl_entries(fmt: str, file: str):
+    found = [e for e in C._catalog("nccl")[1] if e.name == fmt and file in e.files]
+    assert found, fmt
+    return found
+
+
+def test_nccls_internal_state_checks_are_no_application_misuse():
+    # formats of NCCL's own source (tools/catalogs/gen_nccl.py scan): the words of an argument check in
+    # files that check NCCL's own state or the topology
+    for fmt, file in (("Error: trying to connect already connected sendComm", "transport/net_ib.cc"),
+                      ("Storing response for already completed opId=%p", "proxy.cc"),
+                      ("ncclTopoFillNet: parent is NULL even after fallback for %s", "graph/xml.cc"),
+                      ("Internal error : tree already has %d children (%d %d %d)", "graph/connect.cc"),
+                      ("Object pointer is NULL", "misc/utils.cc"),
+                      ("Invalid %s %d (must be a multiple of %d)", "graph/tuning.cc")):
+        for e in _nccl_entries(fmt, file):
+            assert e.cause != "app_error" and e.strength != "specific", (fmt, e.cause, e.strength)
+
+
+def test_the_api_files_argument_checks_stay_the_applications():
+    # near misses: the same words in the files that check the application's arguments and settings
+    for fmt, file in (("ncclRedOpDestroy : invalid communicator passed.", "enqueue.cc"),
+                      ("Invalid config blocking attribute value %d", "init.cc"),
+                      ("Bootstrap Root : rank %d of %d ranks has already checked in", "bootstrap.cc")):
+        for e in _nccl_entries(fmt, file):
+            assert e.cause == "app_error" and e.strength == "specific", (fmt, e.cause, e.strength)

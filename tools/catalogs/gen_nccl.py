@@ -90,6 +90,19 @@ TEXT_RULES: tuple[tuple[str, str, str, str], ...] = (
     (r"Failed to (?:CUDA )?[cm]alloc|Failed to allocate host|Failed to realloc|calloc.*failed|malloc.*failed", "", "context", "an allocation failed: the CUDA or errno text that follows says why"),
 )
 
+# Text rules that read the application's misuse only in the files that check the application's
+# arguments and settings (the API entry points: argcheck, enqueue, collectives, group, init, the
+# device API, the bootstrap's rank check-in).  Elsewhere the same words ("is NULL", "already",
+# "must be", "out of range") are NCCL's checks of its own state or of the topology -- net_ib.cc
+# "trying to connect already connected sendComm", proxy.cc "Storing response for already
+# completed opId", graph/xml.cc "parent is NULL even after fallback", graph/tuning.cc "Invalid %s
+# %d (must be a multiple of %d)" for a tuning value NCCL then ignores: no reading of their own
+# (context; the result code or WARN that follows says what failed) (audit 7 M3).
+API_FILES = r"^(enqueue|misc/argcheck|include/argcheck|collectives|group|init\.cc|dev_runtime|bootstrap)"
+APPLICATION_WORDING = frozenset({
+    r"[Ii]nvalid (?:type|data ?type|datatype|operation|reduction|op|root|peer|rank|count|comm|communicator|pointer|device pointer|buffer|argument|usage|stream)|is not a valid|must be|cannot be NULL|is NULL|null pointer|out of range|not supported for|in-place|non-blocking|already|called with|mismatch in info",
+})
+
 # Text rules whose words name only the subsystem (NCCL prefixes every message of its network
 # transports with NET/IB or NET/Socket, benign notices as well as failures: "Failed to open mlx5dv
 # symbols. Advance features ... will be disabled", "NCCL_SOCKET_NTHREADS is greater than the maximum
@@ -220,6 +233,9 @@ def reading(path: str, fmt: str) -> dict:
     words = literal_text(fmt)
     sub, file_cause = next((s, c) for rx, s, c in FILE_RULES if re.search(rx, path))
     for rx, tsub, cause, why in TEXT_RULES:
+        if re.search(rx, words) and rx in APPLICATION_WORDING and not re.search(API_FILES, path):
+            return {"subsystem": sub, "cause": "context", "strength": "subsystem",
+                    "why": "NCCL's check of its own state or of the topology (an argument check's words outside the API files)"}
         if re.search(rx, words):
             strength = "subsystem" if rx in NAMES_ONLY_THE_SUBSYSTEM | PEER_FALLOUT else "specific"
             return {"subsystem": tsub or sub, "cause": cause, "strength": strength, "why": why}
