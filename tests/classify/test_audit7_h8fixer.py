@@ -165,3 +165,23 @@ def test_the_api_files_argument_checks_stay_the_applications():
                       ("Bootstrap Root : rank %d of %d ranks has already checked in", "bootstrap.cc")):
         for e in _nccl_entries(fmt, file):
             assert e.cause == "app_error" and e.strength == "specific", (fmt, e.cause, e.strength)
+
+
+# ---------------------------------------------------------------- M7: one class of corrupt-code errors, one strength
+
+# JuliaGPU/CuArrays.jl README ("Current Limitations"), verbatim
+_INVALID_PC = "ERROR: CUDA error: invalid program counter (code #718, ERROR_INVALID_PC)\n"
+
+
+def test_an_invalid_program_counter_or_stack_error_only_leans_to_the_jobs_code(tmp_path):
+    for text in ("invalid program counter", "hardware stack error", "an illegal instruction was encountered"):
+        e = C.cuda_error(text)
+        assert e is not None and e.cause == "app_error" and e.strength == "subsystem", (text, e)
+    a = _bundle(tmp_path, {"julia.log": _INVALID_PC})
+    assert a.verdict.cause == "unknown" and "leaning app_error" in a.verdict.summary, a.verdict.trace
+
+
+def test_a_device_side_assert_stays_the_jobs_code():
+    # near miss: an assert in the job's kernels names the job's own check
+    e = C.cuda_error("device-side assert triggered")
+    assert e.cause == "app_error" and e.strength == "specific"
