@@ -239,12 +239,27 @@ def measured_state_against(case: Case, trace: list[str]) -> dict[str, tuple[floa
         reason = (f"Fabric Manager found no NVSwitch to manage ({e.ref.describe()}: NV_WARN_NOTHING_TO_DO): "
                   "the host has no NVSwitch fabric, so no NVLS or Fabric Manager failure")
         out.update(_against(COUNTER.fm_no_nvswitch, reason, trace))
+    out.update(gpus_without_nvswitch(case, trace))
     for f in _facts(case, "env.NCCL_P2P_DISABLE"):
         if str(f.value).strip() == "1":
             reason = f"NCCL_P2P_DISABLE=1 was set ({f.ref.describe()}): NCCL used no peer-to-peer transport"
             out.update(_against(COUNTER.p2p_disabled, reason, trace))
             break
     return out
+
+
+def gpus_without_nvswitch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """Every GPU nvidia-smi names is a product never on an NVSwitch baseboard: no fabric for
+    Fabric Manager or NVLS to fail (catalogs/readings.toml [nvswitch])."""
+    from postmortem.classify.rules.catalog import _readings
+    names = [f for f in case.facts if re.fullmatch(r"gpu\.\d+\.name", f.name) and isinstance(f.value, str)]
+    products = re.compile(_readings()["nvswitch"]["no_nvswitch_products"])
+    if not names or not all(products.search(f.value) for f in names):
+        return {}
+    f = names[0]
+    reason = (f"the GPUs are {f.value.strip()} ({f.ref.describe()}{f', and {len(names) - 1} more' if len(names) > 1 else ''}): "
+              "a product never on an NVSwitch baseboard, so no Fabric Manager or NVLS fabric to fail")
+    return _against(COUNTER.gpus_without_nvswitch, reason, trace)
 
 
 def cgroup_no_oom_kill(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:

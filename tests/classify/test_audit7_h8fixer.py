@@ -185,3 +185,24 @@ def test_a_device_side_assert_stays_the_jobs_code():
     # near miss: an assert in the job's kernels names the job's own check
     e = C.cuda_error("device-side assert triggered")
     assert e.cause == "app_error" and e.strength == "specific"
+
+
+# ---------------------------------------------------------------- M5: no NVSwitch, no Fabric Manager failure
+
+_NOT_READY = FIXTURES / "validation6/fabricmanager-not-started-nccltests264-03/bundle/nccl_tests.log"   # nccl-tests#264
+_PCIE_SMI = FIXTURES / "system/public/smi_table_450_v100s.txt"     # a public nvidia-smi table of a V100S PCIe host
+
+
+def test_system_not_ready_on_pcie_gpus_is_no_fabric_manager_claim(tmp_path):
+    # arranged: the 802 line of an NVSwitch host beside a PCIe host's nvidia-smi table
+    a = _bundle(tmp_path, {"nccl_tests.log": _read(_NOT_READY), "nvidia-smi.txt": _read(_PCIE_SMI)})
+    assert a.verdict.cause == "unknown", (a.verdict.cause, a.verdict.trace)
+    assert any("never on an NVSwitch baseboard" in t for t in a.verdict.trace)
+
+
+def test_system_not_ready_on_an_hgx_board_stays_fabric_manager(tmp_path):
+    # near misses: the line alone (nccl-tests#264) and beside SXM GPUs' table keeps its reading
+    sxm = _read(FIXTURES / "system/public/smi_table_580_a100.txt")
+    for files in ({"nccl_tests.log": _read(_NOT_READY)}, {"nccl_tests.log": _read(_NOT_READY), "nvidia-smi.txt": sxm}):
+        a = _bundle(tmp_path / str(len(files)), files)
+        assert a.verdict.cause == "nvls_fabric", a.verdict.trace
