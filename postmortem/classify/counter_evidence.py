@@ -302,9 +302,11 @@ def has_kernel_log(case: Case) -> bool:
     return any("kernel" in a.parsers for a in case.artifacts)
 
 
-# strerror(ENOMEM) as CPython ("[Errno 12]"), libfabric ("(-12) Cannot allocate memory") and
-# "<call> failed: <strerror>" (NCCL, UCX, verbs wrappers) print it.
-_ENOMEM = re.compile(r"\[Errno 12\] Cannot allocate memory|\(-?12\)[: ]+Cannot allocate memory|failed(?: with error)?:? Cannot allocate memory")
+# strerror(ENOMEM) as CPython ("[Errno 12]"), libfabric ("(-12) Cannot allocate memory"),
+# "<call> failed: <strerror>" (NCCL, UCX, verbs wrappers) and PyTorch's CPU allocator
+# (c10/core/impl/alloc_cpu.cpp: "Error code 12 (Cannot allocate memory)", audit 7 M13) print it.
+_ENOMEM = re.compile(r"\[Errno 12\] Cannot allocate memory|\(-?12\)[: ]+Cannot allocate memory|failed(?: with error)?:? Cannot allocate memory"
+                     r"|Error code 12 \(Cannot allocate memory\)")
 
 
 def enomem_events(case: Case) -> list[Event]:

@@ -206,3 +206,22 @@ def test_system_not_ready_on_an_hgx_board_stays_fabric_manager(tmp_path):
     for files in ({"nccl_tests.log": _read(_NOT_READY)}, {"nccl_tests.log": _read(_NOT_READY), "nvidia-smi.txt": sxm}):
         a = _bundle(tmp_path / str(len(files)), files)
         assert a.verdict.cause == "nvls_fabric", a.verdict.trace
+
+
+# ---------------------------------------------------------------- M13: an impossible size is no exhausted host
+
+_ALLOC = FIXTURES / "pytrace/alloc_impossible_size/train.log"     # real run: torch asked for 10**13 bytes
+_HOST = FIXTURES / "bundles/lab-torchrun-app-exception/bundle"     # a 24 GiB host, 80% available, no OOM kill
+
+
+def test_torchs_cpu_allocator_enomem_with_memory_free_is_not_host_oom(tmp_path):
+    a = _bundle(tmp_path, {"train.log": _read(_ALLOC), "meminfo.txt": _read(_HOST / "meminfo.txt"),
+                           "dmesg.txt": _read(_HOST / "dmesg.txt")})
+    assert a.verdict.cause != "host_oom", a.verdict.trace
+    assert any("the host had memory to give" in t for t in a.verdict.trace)
+
+
+def test_torchs_cpu_allocator_enomem_under_ulimit_v_stays_host_oom():
+    # near miss: a real lab run under `ulimit -v` (a limit measured: the counter does not speak)
+    a = analyze(FIXTURES / "validation21/extra/lab3-ulimit-v-eval-gather/bundle")
+    assert a.verdict.cause == "host_oom"
