@@ -225,3 +225,22 @@ def test_torchs_cpu_allocator_enomem_under_ulimit_v_stays_host_oom():
     # near miss: a real lab run under `ulimit -v` (a limit measured: the counter does not speak)
     a = analyze(FIXTURES / "validation21/extra/lab3-ulimit-v-eval-gather/bundle")
     assert a.verdict.cause == "host_oom"
+
+
+# ---------------------------------------------------------------- M9: fork's ENOMEM with memory free
+
+_FORK_ENOMEM = FIXTURES / "pytrace/fork_enomem_pidns/train.log"   # real run: a pid namespace without init
+
+
+def test_a_fork_enomem_with_memory_free_is_no_host_oom_claim(tmp_path):
+    a = _bundle(tmp_path, {"train.log": _read(_FORK_ENOMEM), "meminfo.txt": _read(_HOST / "meminfo.txt"),
+                           "dmesg.txt": _read(_HOST / "dmesg.txt")})
+    assert a.verdict.cause == "unknown", (a.verdict.cause, a.verdict.trace)
+    assert any("a commit limit or the pid namespace refused it" in t for t in a.verdict.trace)
+
+
+def test_a_fork_enomem_without_a_memory_measurement_keeps_its_reading(tmp_path):
+    # near miss: nothing measured says the host had memory to give; the line and its fork reading count once
+    a = _bundle(tmp_path, {"train.log": _read(_FORK_ENOMEM)})
+    assert a.verdict.cause == "host_oom", a.verdict.trace
+    assert a.verdict.confidence == 0.6

@@ -8,7 +8,7 @@ import re
 from postmortem import signals
 from postmortem import stacks as stacklib
 from postmortem.classify.counter_evidence import (_NETWORK_TEXT, _TEARDOWN, carries_another, effective_shm_size,
-                                                  enomem_events)
+                                                  enomem_events, memory_plentiful)
 from postmortem.classify.rules.app import _traceback_of
 from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, events_of, sign_finding
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
@@ -790,6 +790,13 @@ class ForkEnomem(Rule):
             # the innermost frames (the raise site and its caller): where the call failed
             inner = [f"{f.file or ''} {f.function or ''}" for f in (stack.frames[:2] if stack else ())]
             if any(p.search(t) for p in frames for t in inner):
+                free = memory_plentiful(case)
+                if free:
+                    # fork(2) also answers ENOMEM with RAM free: a commit limit the parent's size exceeds
+                    # (vm.overcommit_memory=2), a pid namespace whose init exited (fork.2) -- audit 7 M9
+                    trace.append(f"{self.id}: ENOMEM raised by a fork at {e.ref.describe()}, but {free[1]}: "
+                                 "a commit limit or the pid namespace refused it, not the host's memory")
+                    return []
                 trace.append(f"{self.id}: ENOMEM raised by a fork at {e.ref.describe()}")
                 return [sign_finding(k, SIGN.mem_fork_enomem, self.id,
                                      "a fork failed with ENOMEM: the kernel could not commit memory for the child "
