@@ -244,3 +244,16 @@ def test_a_fork_enomem_without_a_memory_measurement_keeps_its_reading(tmp_path):
     a = _bundle(tmp_path, {"train.log": _read(_FORK_ENOMEM)})
     assert a.verdict.cause == "host_oom", a.verdict.trace
     assert a.verdict.confidence == 0.6
+
+
+# ---------------------------------------------------------------- L2: a bridge over the real NIC is no host-only interface
+
+def test_bridges_over_a_real_nic_are_not_host_only():
+    from postmortem.classify.rules.comms import host_only_interface
+    local = host_only_interface()
+    # OpenStack (br-ex), Proxmox/Debian bridges over a NIC or bond: other hosts reach their addresses
+    for name in ("br-ex", "br-eth0", "br-data", "br-bond0", "br-ctlplane"):
+        assert not local.match(name), name
+    # near miss: Docker user bridges, br-<12 hex> (names seen in this project's fixtures)
+    for name in ("br-05ab815fa14e", "br-364ef9f0bffe", "docker0", "veth6163fba"):
+        assert local.match(name), name
