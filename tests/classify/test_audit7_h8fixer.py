@@ -257,3 +257,27 @@ def test_bridges_over_a_real_nic_are_not_host_only():
     # near miss: Docker user bridges, br-<12 hex> (names seen in this project's fixtures)
     for name in ("br-05ab815fa14e", "br-364ef9f0bffe", "docker0", "veth6163fba"):
         assert local.match(name), name
+
+
+# ---------------------------------------------------------------- L8: a pid alone pairs no deaths
+
+def test_a_reused_pid_in_the_kernel_log_does_not_set_the_boot_time(tmp_path):
+    # arranged (marked, deliberately hostile): the two-host timeline fixture without its boot times,
+    # and in node-b's kernel log one real memcg OOM kill line (an LKML report's) whose pid and time are
+    # edited to an early-boot kill of pid 1139 -- the pid node-a's launcher reports dying with exit
+    # code 1, a different death.  Only node-b's own segfault/launcher pair may set its boot time.
+    import json
+    import shutil
+    two_host = FIXTURES / "timeline/two-host"
+    times = json.loads((FIXTURES / "timeline/two-host.times.json").read_text(encoding="utf-8"))
+    bundle = tmp_path / "b"
+    shutil.copytree(two_host, bundle)
+    for f in bundle.rglob("proc_stat_btime.txt"):
+        f.unlink()
+    kill = _LEAKER_KILL.replace("[337533.314412]", "[   12.314412]").replace("23793 (leaker)", "1139 (leaker)")
+    dmesg = bundle / "node-b/dmesg.txt"
+    dmesg.write_text(dmesg.read_text(encoding="utf-8") + kill, encoding="utf-8")
+    a = analyze(bundle)
+    marker = next(e for e in a.case.events if times["marker"] in e.text)
+    assert marker.when.at is not None and "anchored on 1 process death" in marker.when.note, marker.when
+    assert abs(marker.when.at.timestamp() - times["marker_written_at"]) < 2.0
