@@ -338,7 +338,11 @@ class CollectiveTimeout(Rule):
             signs.append(SIGN.timeout_progress_while_waiting)
             why.append(f"the log shows '{advancing[0].data.get('task', '').strip()}' still advancing while ranks waited")
         if not network and not dead and _transport_errors_visible(case, timeouts):
-            signs.append(SIGN.timeout_no_transport_error)
+            # An absence qualifies the straggler signs present; it is no independent observation of its
+            # own: a silent network stall (a pause storm, a port that stops forwarding) prints nothing
+            # either (audit 7 M12).  Alone it is the weak lean it always was.
+            if not signs:
+                signs.append(SIGN.timeout_no_transport_error)
             why.append("no transport error and no dead process in the bundle")
         if not signs:
             trace.append(f"{self.id}: timeouts with a transport error or a dead process beside them (the timeouts are"
