@@ -31,3 +31,30 @@ def test_the_python_dump_alone_does_not_place_the_fault(tmp_path):
     v = analyze(bundle).verdict
     assert v.cause == "unknown", v.trace
     assert any("leaning app_error" in t or "app_error rests on one weak sign" in t for t in v.trace), v.trace
+
+
+# ---------------------------------------------------------------- a checkpoint cut short
+
+LOAD_LINES = FIXTURES / "lab/output/lab-torch-load-lines/lines.txt"
+BEST_CKPT = FIXTURES / "validation25/lab-a/lab7-rank1-reads-best-ckpt-while-rank0-writes/bundle"
+
+
+def test_a_checkpoint_without_its_zip_end_record_reads_as_the_jobs_checkpoint():
+    """torch.load of half the bytes torch.save wrote (fixtures/lab/torch_load_lines.sh): miniz finds
+    no central directory -- the catalog reads it as the job's checkpoint handling."""
+    from postmortem.knowledge import catalog
+
+    truncated, jit_miss = LOAD_LINES.read_text().splitlines()[:2]
+    read = catalog.match_message(truncated, ("pytorch",))
+    assert read is not None and read.entry.id == "pt.checkpoint_truncated" and read.cause == "app_error"
+    # near miss: the same reader's error for a whole checkpoint given to torch.jit.load
+    miss = catalog.match_message(jit_miss, ("pytorch",))
+    assert miss is None or miss.entry.id != "pt.checkpoint_truncated"
+
+
+def test_rank_reading_a_checkpoint_still_being_written_is_the_jobs_code():
+    """rank 1 loads best.pt while rank 0's torch.save is still writing it; rank 0's gloo
+    'Connection closed by peer' afterwards is the fallout."""
+    v = analyze(BEST_CKPT).verdict
+    assert (v.category.value, v.cause) == ("config", "app_error"), v.trace
+    assert any(r.path.endswith("1/stderr.log") for r in v.root.evidence), v.root.evidence

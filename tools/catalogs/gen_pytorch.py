@@ -183,6 +183,18 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "app_error", "specific", "a checkpoint of another model (other keys or parameter shapes) was loaded into the job's model"),
     ("pt.state_dict_size_mismatch", "misuse", WHEEL, "size mismatch for {}: copying a param with shape {} from checkpoint, the shape in current model is {}.",
      "app_error", "specific", "a checkpoint of another model (other keys or parameter shapes) was loaded into the job's model"),
+    # caffe2/serialize/inline_container.cc PyTorchStreamReader::init -> valid("reading zip
+    # archive"): c10::str("PytorchStreamReader failed ", what, info, ": ", mz_zip_get_error_string).
+    # torch.load (torch/serialization.py) takes the zip reader only for a file that starts with
+    # the zip magic (_is_zipfile), and torch.save writes the archive's central directory LAST
+    # (miniz mz_zip_writer_finalize_archive): a file that begins like a checkpoint but has no
+    # end record was cut short -- a save still being written (read before the writer finished),
+    # killed or out of space while writing, or a partial copy.  The file the job loads is its
+    # own (config); miniz's other reader errors ('file read failed') stay unread: a reader's own
+    # I/O says nothing about the file.  Motivated by fixtures/validation25/lab-a/
+    # lab7-rank1-reads-best-ckpt-while-rank0-writes.
+    ("pt.checkpoint_truncated", "checkpoint", WHEEL, "PytorchStreamReader failed {}failed finding central directory",
+     "app_error", "specific", "torch.load met a checkpoint whose zip end record is missing: the file was cut short (read while still being saved, a save killed or out of space, a partial copy) -- the job's checkpoint handling"),
     # ATen shape checks (TORCH_CHECK in LinearAlgebra.cpp, ExpandUtils.cpp, Convolution.cpp,
     # TensorShape.cpp cat, LossNLL.cpp) and autograd's engine: the tensors the job's code built
     # do not fit the operation it called on them.
