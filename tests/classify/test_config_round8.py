@@ -58,3 +58,66 @@ def test_rank_reading_a_checkpoint_still_being_written_is_the_jobs_code():
     v = analyze(BEST_CKPT).verdict
     assert (v.category.value, v.cause) == ("config", "app_error"), v.trace
     assert any(r.path.endswith("1/stderr.log") for r in v.root.evidence), v.root.evidence
+
+
+# ---------------------------------------------------------------- watchdog records of one work disagree
+
+# NVIDIA/nccl#1409 (torch 2.4, "happens at the end of each epoch"), verbatim from the issue's log.
+_NCCL_1409 = (
+    "[rank7]:[E816 01:45:40.183009389 ProcessGroupNCCL.cpp:607] [Rank 7] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=80078, OpType=BROADCAST, NumelIn=5056, NumelOut=5056, Timeout(ms)=600000) ran for "
+    "600026 milliseconds before timing out.\n"
+    "[rank7]:[E816 01:45:40.184373931 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 7] Exception (either an "
+    "error or timeout) detected by watchdog at work: 80078, last enqueued NCCL work: 80078, last completed NCCL "
+    "work: 80077.\n"
+    "[rank3]:[E816 01:45:40.212150935 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=80078, OpType=ALLREDUCE, NumelIn=2106881, NumelOut=2106881, Timeout(ms)=600000) ran "
+    "for 600013 milliseconds before timing out.\n")
+# vllm-project/vllm#8978 (torch 2.4): every rank's record of work 1 is the same ALLREDUCE -- the near miss.
+_VLLM_8978 = (
+    "[rank2]:[E1001 16:06:04.537131842 ProcessGroupNCCL.cpp:607] [Rank 2] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=128, NumelOut=128, Timeout(ms)=600000) ran for 600009 "
+    "milliseconds before timing out.\n"
+    "[rank2]:[E1001 16:06:04.537356909 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 2] Exception (either an "
+    "error or timeout) detected by watchdog at work: 1, last enqueued NCCL work: 1, last completed NCCL work: -1.\n"
+    "[rank0]:[E1001 16:06:04.539355394 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=128, NumelOut=128, Timeout(ms)=600000) ran for 600012 "
+    "milliseconds before timing out.\n"
+    "[rank0]:[E1001 16:06:04.539557761 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 0] Exception (either an "
+    "error or timeout) detected by watchdog at work: 1, last enqueued NCCL work: 1, last completed NCCL work: -1.\n")
+
+
+def _verdict_of(tmp_path, text):
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "train.log").write_text(text)
+    return analyze(bundle).verdict
+
+
+def _desync_signs(v):
+    return [f.signal for f in (v.root, *v.symptoms, *v.alternatives) if f is not None and f.cause == "collective_desync"]
+
+
+def test_ranks_whose_records_of_one_work_differ_lean_to_a_desync(tmp_path):
+    """rank 7's work 80078 is a BROADCAST of 5056 elements, rank 3's an ALLREDUCE of 2106881; rank 3's
+    group is not in the excerpt, so the disagreement only leans (SeqNums count per group)."""
+    v = _verdict_of(tmp_path, _NCCL_1409)
+    assert any("timeout-records-disagree: SeqNum 80078" in t and "group not placed" in t for t in v.trace), v.trace
+    assert _desync_signs(v) == ["timeout.same_seq_different_work_ungrouped"], v.trace
+
+
+def test_records_placed_in_one_group_claim_the_desync(tmp_path):
+    """Both records placed in process group 0: the ranks ran different collectives.  CONSTRUCTED for
+    the placement: rank 3's group line is rank 7's real line with the rank number changed (the
+    issue's excerpt cuts rank 3's)."""
+    companion = _NCCL_1409.splitlines()[1].replace("[rank7]", "[rank3]").replace("Rank 7]", "Rank 3]")
+    v = _verdict_of(tmp_path, _NCCL_1409 + companion + "\n")
+    assert (v.category.value, v.cause) == ("config", "collective_desync"), v.trace
+    assert v.root.signal == "timeout.same_seq_different_work"
+
+
+def test_the_same_work_on_every_rank_is_no_desync(tmp_path):
+    """Near miss: every rank's record of work 1 is ALLREDUCE of 128 elements (a stuck collective)."""
+    v = _verdict_of(tmp_path, _VLLM_8978)
+    assert not any(t.startswith("timeout-records-disagree") for t in v.trace), v.trace
+    assert v.cause != "collective_desync"

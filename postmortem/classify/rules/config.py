@@ -387,6 +387,76 @@ class CollectiveTimeout(Rule):
         busy = [s for s, w in zip(dumps, waits) if not w]  # not `s not in waiting`: quadratic in ranks
         return busy, waiting
 
+class TimeoutRecordsDisagree(Rule):
+    """Two ranks' watchdog records of the same work of one process group disagree.
+
+    ProcessGroupNCCL numbers each group's collectives per rank (WorkNCCL SeqNum) and NCCL pairs
+    the ranks' calls by that order: when rank A's timed-out work N is an ALLREDUCE of 1 element
+    and rank B's work N a BROADCAST (or an ALLREDUCE of 10^9 elements), the ranks issued different
+    collectives -- neither could ever complete (collective_desync).  A record is placed in its
+    group by its own [PG ...] prefix or by the same rank's "detected by watchdog at work: N" line;
+    a disagreement between records that cannot both be placed in one group only leans."""
+
+    id = "timeout-records-disagree"
+
+    def findings(self, case, k, trace):
+        timeouts = [e for e in events_of(case, (KIND.msg_watchdog_timeout,))
+                    if e.rank is not None and str(e.data.get("seq", "")).isdecimal() and e.data.get("op")]
+        if len(timeouts) < 2:
+            return []
+        params = registry().signals[SIGN.timeout_same_seq_different_work.id].params
+        group_of = {(e.rank, str(e.data.get("seq"))): str(e.data.get("pg"))
+                    for e in events_of(case, (KIND.msg_watchdog_exception_at_work,))
+                    if e.rank is not None and str(e.data.get("pg", "")).isdecimal()}
+        by_seq: dict[str, list[tuple[Event, str]]] = {}
+        for e in timeouts:
+            op = str(e.data["op"])
+            if op in params["not_compared"] or op.endswith("COALESCED"):
+                continue
+            seq = str(e.data["seq"])
+            pg = str(e.data.get("pg") or e.data.get("pg_outer") or group_of.get((e.rank, seq)) or "")
+            by_seq.setdefault(seq, []).append((e, pg))
+        for seq, records in sorted(by_seq.items(), key=lambda kv: int(kv[0])):
+            pair = _disagreeing(records, params["same_count"])
+            if pair is None:
+                continue
+            (a, pg_a), (b, pg_b) = pair
+            grouped = bool(pg_a) and pg_a == pg_b
+            sign = SIGN.timeout_same_seq_different_work if grouped else SIGN.timeout_same_seq_different_work_ungrouped
+            where = f"process group {pg_a}" if grouped else "a process group the bundle does not name for both"
+            summary = (f"rank {a.rank} and rank {b.rank} timed out in work {seq} of {where} with different records: "
+                       f"{_work(a)} against {_work(b)} -- the ranks issued different collectives, which can never "
+                       "pair up")
+            trace.append(f"{self.id}: SeqNum {seq}: rank {a.rank} {_work(a)} vs rank {b.rank} {_work(b)} "
+                         f"({'one group: ' + pg_a if grouped else 'group not placed for both'})")
+            return [sign_finding(k, sign, self.id, summary, [a, b], "desync", culprits=())]
+        return []
+
+
+def _work(e: Event) -> str:
+    n = e.data.get("numel_in")
+    return f"{e.data.get('op')}" + (f" of {n} elements" if n not in (None, "") else "")
+
+
+def _disagreeing(records, same_count) -> tuple | None:
+    """The first two records (one per rank) of one SeqNum whose op, or -- for an op every rank
+    calls with one count -- whose element count differs; placed pairs (same group) first."""
+    first_per_rank: dict[int, tuple[Event, str]] = {}
+    for e, pg in records:
+        first_per_rank.setdefault(e.rank, (e, pg))
+    ranked = list(first_per_rank.values())
+    pairs = [(x, y) for i, x in enumerate(ranked) for y in ranked[i + 1:]]
+    pairs.sort(key=lambda p: not (p[0][1] and p[0][1] == p[1][1]))
+    for (a, pa), (b, pb) in pairs:
+        if pa and pb and pa != pb:
+            continue   # two groups: their SeqNums count apart
+        op_a, op_b = str(a.data["op"]), str(b.data["op"])
+        n_a, n_b = str(a.data.get("numel_in") or ""), str(b.data.get("numel_in") or "")
+        if op_a != op_b or (op_a in same_count and n_a and n_b and n_a != n_b):
+            return (a, pa), (b, pb)
+    return None
+
+
 # At most this many silent ranks are named; more would say nothing a count does not.
 NAMED_SILENT_RANKS = 256
 
