@@ -121,3 +121,27 @@ def test_the_same_work_on_every_rank_is_no_desync(tmp_path):
     v = _verdict_of(tmp_path, _VLLM_8978)
     assert not any(t.startswith("timeout-records-disagree") for t in v.trace), v.trace
     assert v.cause != "collective_desync"
+
+
+# ---------------------------------------------------------------- every rank waits in send()
+
+PIPELINE = FIXTURES / "validation23/lab-b/lab5-pipeline-microbatch-config-mismatch/bundle"
+
+
+def test_every_rank_waiting_in_send_is_a_point_to_point_desync():
+    """Stage 0 sends 8 micro-batches, stage 1 receives 4 and starts sending gradients: rank 0's gloo
+    timeout (and its faulthandler dump) and rank 1's 'Connection closed by peer' both end in
+    distributed_c10d.send -- no rank is in recv(), so no transfer can complete."""
+    v = analyze(PIPELINE).verdict
+    assert (v.category.value, v.cause) == ("config", "collective_desync"), v.trace
+    assert v.root.signal == "stacks.p2p_one_direction"
+
+
+def test_one_rank_placed_in_send_is_not_enough(tmp_path):
+    """Near miss: node 0's output alone -- rank 0 waits in send(), but where rank 1 was is not in the
+    bundle (a rank in recv() would have matched it)."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(PIPELINE, bundle, ignore=shutil.ignore_patterns("node1*"))
+    v = analyze(bundle).verdict
+    assert not any("waited in send()" in t and "every rank" in t for t in v.trace), v.trace
+    assert v.cause != "collective_desync"

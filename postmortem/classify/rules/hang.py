@@ -286,6 +286,9 @@ class StacksAtTimeout(Rule):
         busy = {r: p for r, p in where.items() if not p.collective}
         if not waiting or (not hang and (len(where) < 2 or _a_rank_died(case))):
             return []   # (a snapshot beside a death: the death is the story, the dumps its aftermath)
+        p2p = self._one_direction(case, hang, params, where, trace)
+        if p2p is not None:
+            return [p2p(k)]
         listing = "; ".join(f"rank {r} {p.describe()}" for r, p in sorted(where.items())[:6])
         trace.append(f"{self.id}: {listing}")
         if not hang:
@@ -325,6 +328,55 @@ class StacksAtTimeout(Rule):
                                  extra_refs=tuple(p.ref for p in list(late.values())[:2] + list(waiting.values())[:2]),
                                  culprits=tuple(sorted(late)))]
         return []
+
+
+    def _one_direction(self, case: Case, hang: list[Event], params, where: dict, trace: list[str]):
+        """Every rank of the job waits in send() (or every one in recv()): no transfer can pair.
+        A rank's place may also come from the gloo error its wait raised when the peer went away
+        (a "Connection closed by peer" traceback ending in the same c10d call)."""
+        if not hang:
+            return None
+        p2p = registry().signals[SIGN.stacks_p2p_one_direction.id].params
+        places = dict(where)
+        for r, pos in _peer_gone_positions(case, params).items():
+            places.setdefault(r, pos)
+        ranks = {e.rank for e in case.events if e.rank is not None} | set(places)
+        world = max(ranks) + 1 if ranks else 0
+        if world < 2 or set(places) != set(range(world)):
+            return None
+        calls = {p.collective for p in places.values()}
+        for direction in ("send_calls", "recv_calls"):
+            if calls and calls <= set(p2p[direction]):
+                break
+        else:
+            return None
+        call = next(iter(calls))
+        listing = "; ".join(f"rank {r} {p.describe()}" for r, p in sorted(places.items())[:6])
+        trace.append(f"{self.id}: every rank of the job (0..{world - 1}) waited in {call}(): {listing}")
+        decided = all(p.origin == "traceback" or p.origin in stacklib.HANG_ORIGINS for p in places.values()) \
+            and not _nccl_in(case)
+        sign = SIGN.stacks_p2p_one_direction if decided else SIGN.stacks_different_collectives_async
+        summary = (f"every rank of the job waited in {call}() ({listing}): a point-to-point transfer completes only "
+                   f"against the peer's opposite call, and no rank was in it -- the ranks' send/recv sequences do not "
+                   "match (their pipeline or exchange configuration differs)")
+        return lambda k: sign_finding(k, sign, self.id, summary, hang[:2], "desync",
+                                      extra_refs=tuple(p.ref for p in places.values())[:6])
+
+
+def _peer_gone_positions(case: Case, params) -> dict[int, "_Position"]:
+    """Ranks placed by the traceback of a peer-gone error (gloo "Connection closed by peer"):
+    gloo raises it in the work.wait() of the call the rank was in."""
+    gone = {(e.ref.path, (e.text or "").strip()) for e in events_of(case, (KIND.msg_nccl_connection_closed,))}
+    out: dict[int, _Position] = {}
+    for s in case.stacks:
+        if s.origin != "traceback" or (s.ref.path, s.title.strip()) not in gone:
+            continue
+        rank = stacklib.rank_of(s)
+        call = _collective_of(s.frames, params, True) if rank is not None else None
+        if rank is None or not call:
+            continue
+        out.setdefault(rank, _Position(call, "", "", False, s.ref, s.origin, tuple(s.frames)))
+    return out
 
 
 def _a_rank_died(case: Case) -> bool:
