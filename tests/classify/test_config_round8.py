@@ -145,3 +145,28 @@ def test_one_rank_placed_in_send_is_not_enough(tmp_path):
     v = analyze(bundle).verdict
     assert not any("waited in send()" in t and "every rank" in t for t in v.trace), v.trace
     assert v.cause != "collective_desync"
+
+
+# ---------------------------------------------------------------- more of PyTorch's checks of the job's tensors
+
+MISUSE2 = FIXTURES / "lab/output/lab-torch-misuse2-lines/lines.txt"
+# In the order of fixtures/lab/programs/torch_misuse2.py CASES
+MISUSE2_IDS = ["pt.view_shape_invalid", "pt.view_stride", "pt.target_dtype", "pt.stack_sizes", "pt.leaf_inplace",
+               "pt.expand_size", "pt.result_cast", "pt.weights_only_load", "pt.scalar_type", "pt.mat_dtype",
+               "pt.scalar_type"]
+
+
+def test_each_real_misuse_line_reads_as_its_own_entry():
+    from postmortem.knowledge import catalog
+
+    lines = MISUSE2.read_text().splitlines()
+    for line, want in zip(lines, MISUSE2_IDS):
+        read = catalog.match_message(line, ("pytorch",))
+        assert read is not None and read.entry.id == want and read.cause == "app_error", (line, read)
+    # near miss: embedding's index-dtype check (its text is not in the wheel as one piece: no entry), and
+    # a matmul SHAPE error keeps its own entry, not the dtype one
+    assert catalog.match_message(lines[len(MISUSE2_IDS)], ("pytorch",)) is None
+    real = (FIXTURES / "lab/output/lab-torch-misuse-lines/lines.txt").read_text().splitlines()
+    shape_line = next(x for x in real if "mat1 and mat2 shapes" in x)   # fixtures/lab/torch_misuse_lines.sh
+    shapes = catalog.match_message(shape_line, ("pytorch",))
+    assert shapes is not None and shapes.entry.id == "pt.matmul_shapes"
