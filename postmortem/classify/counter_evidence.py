@@ -178,8 +178,15 @@ def carries_another(e: Event) -> bool:
 def crashed_peer(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
     """Connection errors are what a process's peers see when it dies.  When the bundle
     shows one of the job's processes dying of a fault (SIGSEGV, SIGBUS ...) or of an
-    exception that is not itself a communication error, the network is the messenger."""
+    exception that is not itself a communication error, the network is the messenger.  An
+    exception a handler raised while the process's own failure propagated is no death of its
+    own (audit 8 H1: it would discount the very failure it follows)."""
+    from postmortem.classify.rules.base import handler_fallout  # rules import this module
+
+    handlers = handler_fallout(case)
     for e in events_of(case, (_SIGNAL_DEATHS - _KERNEL_KINDS) | {KIND.py_exception}):
+        if (e.ref.path, e.ref.line) in handlers:
+            continue
         # (not the kernel log: it keeps every crash since boot, most of them someone else's)
         if e.kind in _SIGNAL_DEATHS and e.kind not in _KERNEL_KINDS:
             name = signals.name_of(e.data.get("signal")) or signals.of_exitcode(e.data.get("exitcode"))
