@@ -232,6 +232,7 @@ def measured_state_against(case: Case, trace: list[str]) -> dict[str, tuple[floa
         reason = (f"Fabric Manager found no NVSwitch to manage ({e.ref.describe()}: NV_WARN_NOTHING_TO_DO): "
                   "the host has no NVSwitch fabric, so no NVLS or Fabric Manager failure")
         out.update(_against(COUNTER.fm_no_nvswitch, reason, trace))
+    out.update(thermal_unplaced(case, trace))
     for f in _facts(case, "env.NCCL_P2P_DISABLE"):
         if str(f.value).strip() == "1":
             reason = f"NCCL_P2P_DISABLE=1 was set ({f.ref.describe()}): NCCL used no peer-to-peer transport"
@@ -303,3 +304,19 @@ def enomem_with_memory_free(case: Case, trace: list[str]) -> dict[str, tuple[flo
         return {}
     free = memory_plentiful(case)
     return _against(COUNTER.enomem_with_memory_free, free[1], trace) if free else {}
+
+
+def thermal_unplaced(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """A GPU fell off the bus and the bundle shows a thermal slowdown it cannot place (no GPU
+    named, or no time before the loss): NVIDIA lists a thermal issue among the causes of Xid 79,
+    so the bus loss's own root stays open -- neither read as the thermal event's consequence
+    (audit 8 H3) nor claimed as if the reading were not there."""
+    from postmortem.classify.rules.hardware import thermal_before_loss  # rules import this module
+
+    lost, hot, placed = thermal_before_loss(case)
+    if not lost or not hot or placed:
+        return {}
+    reason = (f"a thermal slowdown is in the bundle ({hot[0].ref.describe()}: {' '.join(hot[0].text.split())[:80]}) "
+              "but names no lost GPU or no time before the loss: whether the GPU overheated before it fell off "
+              "the bus is not known (a thermal issue is among Xid 79's causes)")
+    return _against(COUNTER.thermal_unplaced, reason, trace)
