@@ -47,3 +47,29 @@ def test_the_same_exception_uncaught_is_the_jobs_failure_read_once(tmp_path):
     a = _bundle(tmp_path, {"train.log": _read(_CHAIN / "no_init.log")})
     assert (a.verdict.category, a.verdict.cause) == ("config", "app_error"), (a.verdict.cause, a.verdict.trace)
     assert a.verdict.confidence <= 0.7 + 1e-9, a.verdict.confidence
+
+
+# ---------------------------------------------------------------- H4: another group's freezer state
+
+_STP = FIXTURES / "validation24/lab-a/lab6-stp-port-relearn-after-flap/bundle"     # truth comms nccl_timeout
+_FREEZER_PS = FIXTURES / "validation23/lab-c/lab5-node1-container-paused-freezer/bundle"   # truth: node 1 frozen
+
+
+def _with(tmp_path: Path, case: Path, extra: dict[str, str]):
+    files = {p.name: _read(p) for p in case.iterdir() if p.is_file()}
+    return _bundle(tmp_path, {**files, **extra})
+
+
+def test_a_frozen_group_beside_a_thawed_one_is_not_taken_as_the_jobs(tmp_path):
+    # audit 8 probe c1: the STP relearn lab bundle + a real listing where the job's group is THAWED and
+    # another tenant's FROZEN (fixtures/cgroup_state/two_groups)
+    listing = _read(FIXTURES / "cgroup_state/two_groups/freezer_states.txt")
+    a = _with(tmp_path, _STP, {"node1_freezer.txt": listing})
+    assert a.verdict.cause != "straggler_timeout", (a.verdict.cause, a.verdict.trace)
+    assert any("which is the job's is not known" in t for t in a.verdict.trace), a.verdict.trace
+
+
+def test_one_frozen_group_listed_alone_stays_the_jobs(tmp_path):
+    # near miss: the freezer lab's own `cat .../pm5c-node1/freezer.state` FROZEN and ps rows: still read
+    a = analyze(_FREEZER_PS)
+    assert a.verdict.cause == "straggler_timeout", (a.verdict.cause, a.verdict.trace)
