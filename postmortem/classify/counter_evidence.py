@@ -138,7 +138,8 @@ def death_mismatch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple
     # cause (crashed_peer reads it so); neither is an exception that only carries another process's.
     deaths = [e for e in events_of(case, _DEATH_KINDS) if e.ref.path not in kernel_files
               and not str(e.data.get("signal", "")).upper().endswith("SIGTERM")
-              and not (e.kind == KIND.py_exception and (_NETWORK_TEXT.search(e.text) or carries_another(e)))]
+              and not (e.kind == KIND.py_exception and (_NETWORK_TEXT.search(e.text) or carries_another(e)
+                                                        or _peer_end(e)))]
     if not deaths:
         return {}
     if any(_SIGKILL.search(e.text) or str(e.data.get("exitcode", "")) == "-9"
@@ -171,6 +172,18 @@ def _teardown_signal_exception(e: Event) -> bool:
     return bool(m) and signals.name_of(m.group("sig")) in _TEARDOWN
 
 
+# EPIPE / ECONNRESET: the other end of a pipe or socket went away -- the writer's exception reports
+# the reader's death (a peer, the job's own child), no fault of its own; except a write to the job's
+# own output (print into `| head`: rules/app.py _writes_own_output), which is the job's side (audit 8 H6).
+_PEER_END_TYPES = re.compile(r"(?:^|\.)(?:BrokenPipe|ConnectionReset|ConnectionAborted)Error$")
+
+
+def _peer_end(e: Event) -> bool:
+    from postmortem.classify.rules.app import _writes_own_output  # rules import this module
+
+    return bool(_PEER_END_TYPES.search(str(e.data.get("type") or ""))) and not _writes_own_output(e)
+
+
 def carries_another(e: Event) -> bool:
     return bool(_CARRIES_ANOTHER.search(str(e.data.get("type") or "")))
 
@@ -192,7 +205,8 @@ def crashed_peer(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[s
             name = signals.name_of(e.data.get("signal")) or signals.of_exitcode(e.data.get("exitcode"))
             if name and name not in _TEARDOWN:
                 return _peer_reason(e, name, trace)
-        elif e.kind == KIND.py_exception and not _NETWORK_TEXT.search(e.text) and not carries_another(e):
+        elif e.kind == KIND.py_exception and not _NETWORK_TEXT.search(e.text) and not carries_another(e) \
+                and not _peer_end(e):
             if _teardown_signal_exception(e):
                 continue
             return _peer_reason(e, str(e.data.get("type") or "an exception"), trace)

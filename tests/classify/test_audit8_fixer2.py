@@ -73,3 +73,51 @@ def test_one_frozen_group_listed_alone_stays_the_jobs(tmp_path):
     # near miss: the freezer lab's own `cat .../pm5c-node1/freezer.state` FROZEN and ps rows: still read
     a = analyze(_FREEZER_PS)
     assert a.verdict.cause == "straggler_timeout", (a.verdict.cause, a.verdict.trace)
+
+
+# ---------------------------------------------------------------- H5: the remote service under a Dataset failed
+
+_SERVICE = FIXTURES / "pytrace/remote_service"
+
+
+def test_a_gateways_503_in_the_dataset_is_not_the_jobs_data(tmp_path):
+    # real run: the Dataset's urlopen() gets 503 Service Unavailable from its object-store gateway
+    for log in ("train_w0.log", "train_w2.log"):
+        a = _bundle(tmp_path / log, {"train.log": _read(_SERVICE / log)})
+        assert a.verdict.cause != "app_error", (log, a.verdict.summary)
+        assert a.verdict.category == "unknown", (log, a.verdict.trace)
+        assert any("remote service's failure" in t for t in a.verdict.trace), a.verdict.trace
+
+
+def test_the_datasets_own_exception_stays_the_jobs(tmp_path):
+    # near miss: an exception raised through the same fetch() by the job's own data (validation24
+    # lab6-ragged-reviews-default-collate: default_collate on ragged samples) stays app_error
+    case = FIXTURES / "validation24/lab-c/lab6-ragged-reviews-default-collate/bundle"
+    a = analyze(case)
+    assert a.verdict.cause == "app_error", (a.verdict.cause, a.verdict.trace)
+
+
+# ---------------------------------------------------------------- H6: EPIPE on a socket or a child's pipe
+
+_EPIPE = FIXTURES / "pytrace/peer_end_epipe"
+
+
+def test_epipe_on_the_jobs_socket_to_a_dead_peer_is_no_claim_on_its_code(tmp_path):
+    # real run: sock.sendall() to the pipeline peer that was SIGKILLed
+    a = _bundle(tmp_path, {"train.log": _read(_EPIPE / "sock/train.log")})
+    assert a.verdict.cause != "app_error", (a.verdict.cause, a.verdict.summary)
+    assert not any("died of BrokenPipeError" in t for t in a.verdict.trace), a.verdict.trace
+
+
+def test_epipe_into_an_oom_killed_child_is_the_oom_kill(tmp_path):
+    # real run: proc.stdin.write() into the job's decoder child, which the memcg OOM killer killed (kernel lines)
+    a = _bundle(tmp_path, {"train.log": _read(_EPIPE / "child/train.log"),
+                           "dmesg.txt": _read(_EPIPE / "child/dmesg_tail.txt")})
+    assert a.verdict.cause == "host_oom", (a.verdict.cause, a.verdict.trace)
+    assert not any("the job died otherwise" in t for t in a.verdict.trace), a.verdict.trace
+
+
+def test_epipe_of_a_print_into_a_closed_console_pipe_stays_the_jobs_side():
+    # near miss: validation24 lab6-console-piped-to-head-brokenpipe, print() into `| head` (its own output)
+    a = analyze(FIXTURES / "validation24/lab-c/lab6-console-piped-to-head-brokenpipe/bundle")
+    assert a.verdict.cause == "app_error", (a.verdict.cause, a.verdict.trace)

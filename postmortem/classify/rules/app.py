@@ -64,6 +64,7 @@ def exception_sign(case: Case, e: Event):
     stack = _traceback_of(case, e)
     own = [f for f in (stack.frames if stack else ()) if _own_frame(f)]
     return (SIGN.app_exception_in_own_code if _raised_in_own_code(case, e)
+            else SIGN.storage_remote_service_error if _remote_service_failure(e)
             else SIGN.app_exception_in_dataset if stack and _in_dataset_fetch(stack) and not _os_error(e)
             else SIGN.app_exception_argument_error if stack and own and _argument_error(e)
             else SIGN.app_exception)
@@ -156,7 +157,8 @@ class AppError(Rule):
             if e.ref.path in kernel_files or (e.ref.path, e.ref.line) in explained | handlers:
                 continue
             etype = str(e.data.get("type") or "").rsplit(".", 1)[-1]
-            if etype in fallout_types and not (etype in own_write_types and _raised_in_own_code(case, e)):
+            if etype in fallout_types and not (etype in own_write_types and _raised_in_own_code(case, e)
+                                               and _writes_own_output(e)):
                 continue
             if fallout_text.search(e.text):
                 continue
@@ -181,6 +183,8 @@ class AppError(Rule):
                      f"({'raised in the job' + chr(39) + 's own code' if raised_own else 'raised outside the job' + chr(39) + 's own code'})")
         refs = (stack.ref,) if stack else ()
         sign = exception_sign(case, e)
+        if sign is SIGN.storage_remote_service_error:
+            trace.append(f"{self.id}: the exception reports a remote service's failure, not the job's code or data")
         errno = _errno_of(e)
         if errno in _param(SIGN.storage_job_io_errno.id, "device_errnos"):
             # The device or file server under the call failed: where it was raised says nothing (audit 7 H7)
@@ -353,6 +357,21 @@ def _errno_of(e: Event) -> int | None:
     """The errno an OSError prints ("OSError: [Errno 5] Input/output error")."""
     m = _ERRNO.search(str(e.data.get("message") or e.text or ""))
     return int(m.group(1)) if m else None
+
+
+def _writes_own_output(e: Event) -> bool:
+    """The call that raised is a write to the job's own stdout/stderr (print, sys.stdout.write,
+    logging): signals.toml app.exception own_output_writes; a socket send or a child's stdin is not."""
+    source = str(e.data.get("source") or "")
+    return any(re.search(p, source) for p in _param(SIGN.app_exception.id, "own_output_writes"))
+
+
+def _remote_service_failure(e: Event) -> bool:
+    """A library's report that a remote service failed the request (HTTP 5xx/429, a gateway or
+    read timeout, an object store's throttling): signals.toml storage.remote_service_error."""
+    more = str(e.data.get("continuation") or "")
+    text = f"{e.data.get('type') or ''}: {e.data.get('message') or ''}\n{more}"
+    return any(re.search(p, text) for p in _param(SIGN.storage_remote_service_error.id, "service_text"))
 
 
 def _os_error(e: Event) -> bool:
