@@ -121,3 +121,50 @@ def test_epipe_of_a_print_into_a_closed_console_pipe_stays_the_jobs_side():
     # near miss: validation24 lab6-console-piped-to-head-brokenpipe, print() into `| head` (its own output)
     a = analyze(FIXTURES / "validation24/lab-c/lab6-console-piped-to-head-brokenpipe/bundle")
     assert a.verdict.cause == "app_error", (a.verdict.cause, a.verdict.trace)
+
+
+# ---------------------------------------------------------------- H8: a snapshot counter beside an untimed failure
+
+def _a100_table_with_one_uncorrected_ecc() -> str:
+    # fixtures/system/public/smi_table_580_a100.txt with ONE cell edited at test time (marked: not real), the
+    # same edit tests/classify/test_rules.py makes: a "Volatile Uncorr. ECC" 0 -> 1
+    import re
+    rows = (FIXTURES / "system/public/smi_table_580_a100.txt").read_text(encoding="utf-8").splitlines()
+    i = next(n for n, line in enumerate(rows) if re.search(r"\|\s+0\s+\|\s*$", line))
+    rows[i] = re.sub(r"\|(\s+)0(\s+\|\s*)$", r"|\g<1>1\g<2>", rows[i])
+    return "\n".join(rows) + "\n"
+
+
+def test_a_snapshot_ecc_count_does_not_take_the_root_from_an_untimed_own_exception(tmp_path):
+    # audit 8 probe t1: a real plain-Python IndexError (no time on any line) + an nvidia-smi table counting 1 ECC
+    log = _read(FIXTURES / "pytrace/untimed_own_error/train.log")
+    a = _bundle(tmp_path, {"train.log": log, "nvidia_smi.txt": _a100_table_with_one_uncorrected_ecc()})
+    assert a.verdict.cause == "app_error", (a.verdict.cause, a.verdict.trace)
+    assert any("reads no line of a failure" in t for t in a.verdict.trace), a.verdict.trace
+
+
+def test_the_snapshot_alone_still_reads_the_gpu(tmp_path):
+    # near miss: the same table without the job's failure: the ECC count is still read (a lean or a claim)
+    a = _bundle(tmp_path, {"nvidia_smi.txt": _a100_table_with_one_uncorrected_ecc()})
+    assert any("gpu_memory_ecc" in t for t in a.verdict.trace), a.verdict.trace
+
+
+# ---------------------------------------------------------------- H9: errno of a terminal, a VM's floppy
+
+_TERM = FIXTURES / "pytrace/terminal_errno"
+
+
+def test_eio_of_print_to_a_hung_up_terminal_is_no_storage_fault(tmp_path):
+    # real run (print() after the pty hung up) + a VM's floppy lines (public): no storage claim, no storage lean
+    for name, kernel in (("dmesg.txt", "fd0_esxi_dmesg.txt"), ("messages", "fd0_opensuse_messages.txt")):
+        a = _bundle(tmp_path / name, {"train.log": _read(_TERM / "eio/train.log"), name: _read(_TERM / kernel)})
+        assert a.verdict.cause != "storage_io_error" and a.verdict.category != "hardware", (name, a.verdict.trace)
+        assert not any("storage_io_error" in t for t in a.verdict.trace if t.startswith("resolve:")), a.verdict.trace
+
+
+def test_enxio_of_open_dev_tty_is_no_storage_fault(tmp_path):
+    # real run (open('/dev/tty') with no controlling terminal) + the opensuse floppy lines
+    a = _bundle(tmp_path, {"train.log": _read(_TERM / "enxio/train.log"),
+                           "messages": _read(_TERM / "fd0_opensuse_messages.txt")})
+    assert a.verdict.category != "hardware", a.verdict.trace
+    assert not any("storage_io_error" in t for t in a.verdict.trace if t.startswith("resolve:")), a.verdict.trace

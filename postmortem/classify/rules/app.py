@@ -185,7 +185,7 @@ class AppError(Rule):
         sign = exception_sign(case, e)
         if sign is SIGN.storage_remote_service_error:
             trace.append(f"{self.id}: the exception reports a remote service's failure, not the job's code or data")
-        errno = _errno_of(e)
+        errno = _errno_of(e) if not _terminal_call(e) else None
         if errno in _param(SIGN.storage_job_io_errno.id, "device_errnos"):
             # The device or file server under the call failed: where it was raised says nothing (audit 7 H7)
             trace.append(f"{self.id}: errno {errno} reports the storage's state, not the job's code")
@@ -364,6 +364,14 @@ def _writes_own_output(e: Event) -> bool:
     logging): signals.toml app.exception own_output_writes; a socket send or a child's stdin is not."""
     source = str(e.data.get("source") or "")
     return any(re.search(p, source) for p in _param(SIGN.app_exception.id, "own_output_writes"))
+
+
+def _terminal_call(e: Event) -> bool:
+    """The failed call was on the job's terminal or its own output, not on storage: print() or
+    sys.stdout into a terminal that hung up raises EIO, open('/dev/tty') without a controlling
+    terminal ENXIO (signals.toml storage.job_io_errno terminal_text; audit 8 H9)."""
+    text = f"{e.data.get('message') or ''}"
+    return _writes_own_output(e) or any(re.search(p, text) for p in _param(SIGN.storage_job_io_errno.id, "terminal_text"))
 
 
 def _remote_service_failure(e: Event) -> bool:
