@@ -22,7 +22,10 @@ Facts:
   cgroup.events `frozen 1` (v2); False for THAWED / 0; its text names the group's folder when
   the header or line gave the path (`FROZEN in /sys/fs/cgroup/freezer/job`);
 * `cgroup.pids_max` (`unlimited` for `max`), `cgroup.pids_max_hits` — pids.events `max N`: task
-  creations (fork, clone of a thread) the limit refused.
+  creations (fork, clone of a thread) the limit refused;
+* `cgroup.pids_group` — the group whose pids files these are, as the kernel names it (the path
+  under the hierarchy's mount: `/pm5c-job2`, `/system.slice/docker-<id>.scope`), so that its
+  "fork rejected by pids controller in <group>" line can be told from another group's.
 
 The same freezer state per task: a `ps` row (`ps -o pid,stat,wchan,...`) whose WCHAN is the
 freezer's wait -- `refrigerator` / `__refrigerator` (kernel/freezer.c, cgroup v1 freezer and
@@ -40,6 +43,8 @@ _HEADER = re.compile(r"^(?:\$ ?(?:sudo )?(?:cat|head(?: -n ?\d+)?) +|==>? ?)(?P<
                      + r"))(?: ?<==| ?==)?\s*(?:#.*)?$")
 _ONE_LINE = re.compile(r"^(?P<path>/\S*?(?P<file>" + _FILES + r")):\s*(?P<value>\S.*?)\s*$")
 _CPU_STAT_KEY = re.compile(r"^(?P<key>nr_periods|nr_throttled) +(?P<n>\d{1,19})\s*$")
+# the pids hierarchy's mount (cgroup v1 /sys/fs/cgroup/pids, v2 /sys/fs/cgroup): the rest is the group
+_PIDS_MOUNT = re.compile(r"^/sys/fs/cgroup(?:/pids(?=/|$))?")
 _VALUE = re.compile(r"^(?:-?\d{1,19}|max|FROZEN|FREEZING|THAWED|[a-z_]+ -?\d{1,19}|(?:max|\d{1,19}) \d{1,19})\s*$")
 
 # a ps row: a pid first, the freezer's wait as a whole word among the columns before the
@@ -66,7 +71,7 @@ class CgroupStateParser(LineParser):
     def __init__(self, path, sink) -> None:
         super().__init__(path, sink)
         self._file: str | None = None   # the file a header named, whose lines follow
-        self._group = ""                # that file's folder: the cgroup it belongs to
+        self._folder = ""               # that file's folder: the cgroup it belongs to
 
     @property
     def busy(self) -> bool:
@@ -76,13 +81,15 @@ class CgroupStateParser(LineParser):
         text = line.text.strip()
         if self._file is not None:
             if _VALUE.match(text):
-                self._value(line, self._file, text, self._group)
+                self._value(line, self._file, text, self._folder)
                 return True
             self._file = None
         if m := _HEADER.match(text):
-            self._file, self._group = m.group("file"), _group_of(m.group("path"))
+            self._file, self._folder = m.group("file"), _group_of(m.group("path"))
+            self._group(line, m.group("path"), m.group("file"))
             return True
         if m := _ONE_LINE.match(text):
+            self._group(line, m.group("path"), m.group("file"))
             if _VALUE.match(m.group("value")):
                 self._value(line, m.group("file"), m.group("value"), _group_of(m.group("path")))
             return True
@@ -96,6 +103,11 @@ class CgroupStateParser(LineParser):
 
     def finish(self) -> None:
         self._file = None
+
+    def _group(self, line: Line, path: str, file: str) -> None:
+        if file.startswith("pids.") and path.startswith("/sys/fs/cgroup"):
+            group = _PIDS_MOUNT.sub("", path[:-len(file)].rstrip("/")) or "/"
+            self.sink.fact(line, "cgroup.pids_group", group, text=group)
 
     def _value(self, line: Line, file: str, value: str, group: str = "") -> None:
         words = value.split()
