@@ -168,3 +168,33 @@ def test_enxio_of_open_dev_tty_is_no_storage_fault(tmp_path):
                            "messages": _read(_TERM / "fd0_opensuse_messages.txt")})
     assert a.verdict.category != "hardware", a.verdict.trace
     assert not any("storage_io_error" in t for t in a.verdict.trace if t.startswith("resolve:")), a.verdict.trace
+
+
+# ---------------------------------------------------------------- H10: a filter's counts that are not the job's
+
+_STORE = FIXTURES / "pytrace/store_unreachable_firewall"
+_PORT_DROP = FIXTURES / "validation25/lab-c/lab7-node0-master-port-closed-midrun-eval-group/bundle/node0_iptables.txt"
+
+
+def test_an_input_policy_count_is_not_the_jobs_tcp(tmp_path):
+    # audit 8 probe f1: real c10d client timeout + a real INPUT policy DROP that counted only UDP to 514
+    a = _bundle(tmp_path, {"rank1.log": _read(_STORE / "rank1.log"),
+                           "iptables.txt": _read(_STORE / "ipt_input_policy_drop_udp_only.txt")})
+    assert a.verdict.category == "unknown", (a.verdict.cause, a.verdict.trace)
+    assert any("of any protocol from anywhere" in t for t in a.verdict.trace), a.verdict.trace
+
+
+def test_a_drop_rule_for_another_port_is_not_the_jobs_path(tmp_path):
+    # the same client (port 29511) beside the lab7 bundle's real 'DROP tcp dpt:30060' rule (27 packets)
+    a = _bundle(tmp_path, {"rank1.log": _read(_STORE / "rank1.log"), "iptables.txt": _read(_PORT_DROP)})
+    assert not any(t.startswith("firewall-discards: chain") for t in a.verdict.trace), a.verdict.trace
+    assert a.verdict.category == "unknown", a.verdict.trace
+
+
+def test_a_routers_forward_policy_and_a_matching_reject_still_count():
+    # near misses: validation24 lab6-router-docker-forward-drop (FORWARD policy DROP on the path's router) and
+    # validation22 lab4-store-port-rejected (a REJECT of every SYN, the job's store connect timing out)
+    for case in ("validation24/lab-b/lab6-router-docker-forward-drop", "validation22/lab4-store-port-rejected"):
+        v = analyze(FIXTURES / case / "bundle").verdict
+        assert v.cause == "nccl_network", (case, v.trace)
+        assert any(t.startswith("firewall-discards: chain") for t in v.trace), (case, v.trace)
