@@ -137,9 +137,16 @@ def death_mismatch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple
     # A survivor's "connection closed / timed out" is the fallout of a peer's death, not a death of its own
     # cause (crashed_peer reads it so); neither is an exception that only carries another process's.
     deaths = [e for e in events_of(case, _DEATH_KINDS) if e.ref.path not in kernel_files
-              and not str(e.data.get("signal", "")).upper().endswith("SIGTERM")
-              and not (e.kind == KIND.py_exception and (_NETWORK_TEXT.search(e.text) or carries_another(e)
-                                                        or _peer_end(e)))]
+              and not str(e.data.get("signal", "")).upper().endswith("SIGTERM")]
+    survivors = [e for e in deaths if e.kind == KIND.py_exception
+                 and (_NETWORK_TEXT.search(e.text) or carries_another(e) or _peer_end(e))]
+    deaths = [e for e in deaths if e not in survivors]
+    # Exit code 1 is how Python exits on an uncaught exception: a launcher's record of it (torchrun's
+    # "failed (exitcode: 1) ... (pid: N)", its Root Cause table) is the same death as that process's
+    # exception -- a survivor's exit when the exception was the peer's fallout (audit 8 H11).
+    own = [e for e in deaths if e.kind == KIND.py_exception]
+    deaths = [e for e in deaths if not (e.kind != KIND.py_exception and str(e.data.get("exitcode", "")) == "1"
+                                        and _same_process_as(e, survivors, bool(own)))]
     if not deaths:
         return {}
     if any(_SIGKILL.search(e.text) or str(e.data.get("exitcode", "")) == "-9"
@@ -163,6 +170,16 @@ def oom_kill_hit_the_job(case: Case) -> bool:
     return any(_SIGKILL.search(e.text) or str(e.data.get("exitcode", "")) == "-9"
                or str(e.data.get("signal", "")).upper() in ("SIGKILL", "KILLED")
                for e in events_of(case, _DEATH_KINDS) if e.ref.path not in kernel_files)
+
+
+def _same_process_as(e: Event, survivors: list[Event], other_exceptions: bool) -> bool:
+    """The exit record is one of these survivors' (same pid, else same rank); a record naming
+    neither is theirs when the bundle shows no other process raising."""
+    if e.pid is not None:
+        return any(s.pid == e.pid for s in survivors)
+    if e.rank is not None:
+        return any(s.rank == e.rank for s in survivors)
+    return bool(survivors) and not other_exceptions
 
 
 # Deaths that are teardown, not a cause: the launcher's SIGTERM, NCCL's own abort.

@@ -198,3 +198,30 @@ def test_a_routers_forward_policy_and_a_matching_reject_still_count():
         v = analyze(FIXTURES / case / "bundle").verdict
         assert v.cause == "nccl_network", (case, v.trace)
         assert any(t.startswith("firewall-discards: chain") for t in v.trace), (case, v.trace)
+
+
+# ---------------------------------------------------------------- H11: a survivor's exit record is no death of its own
+
+_OOM_PEER = FIXTURES / "launcher/oom_killed_peer"
+
+
+def test_a_survivors_exit_record_does_not_deny_the_oom_kill_of_its_peer(tmp_path):
+    # audit 8 probe k4: node 0's log (gloo 'Connection closed by peer', torchrun 'failed (exitcode: 1)') + the
+    # kernel lines of the node where rank 1 was OOM-killed
+    a = _bundle(tmp_path, {"node0.log": _read(_OOM_PEER / "node0.log"), "dmesg_T.txt": _read(_OOM_PEER / "dmesg_T.txt")})
+    assert not any("the job died otherwise" in t for t in a.verdict.trace), a.verdict.trace
+    assert a.verdict.cause == "host_oom", (a.verdict.cause, a.verdict.trace)
+
+
+def test_with_the_killed_ranks_log_too_the_oom_kill_stays_the_root(tmp_path):
+    # near miss (probe k0): all three files
+    a = _bundle(tmp_path, {name: _read(_OOM_PEER / name) for name in ("node0.log", "node1.log", "dmesg_T.txt")})
+    assert a.verdict.cause == "host_oom", (a.verdict.cause, a.verdict.trace)
+
+
+def test_a_network_failure_beside_another_days_oom_kill_stays_the_network(tmp_path):
+    # near miss (arranged from real files): validation22 lab4-store-port-rejected (survivors' exit records, truth
+    # comms) + the same two kernel lines, stamped hours after that run: no death mismatch needed to keep the network
+    case = FIXTURES / "validation22/lab4-store-port-rejected/bundle"
+    a = _with(tmp_path, case, {"dmesg_k.txt": _read(_OOM_PEER / "dmesg_T.txt")})
+    assert a.verdict.cause == "nccl_network", (a.verdict.cause, a.verdict.trace)
