@@ -225,3 +225,23 @@ def test_a_network_failure_beside_another_days_oom_kill_stays_the_network(tmp_pa
     case = FIXTURES / "validation22/lab4-store-port-rejected/bundle"
     a = _with(tmp_path, case, {"dmesg_k.txt": _read(_OOM_PEER / "dmesg_T.txt")})
     assert a.verdict.cause == "nccl_network", (a.verdict.cause, a.verdict.trace)
+
+
+# ---------------------------------------------------------------- M1: another group's pids refusals
+
+_PIDS = FIXTURES / "cgroup_state/pids_two_groups"
+
+
+def test_another_groups_pids_refusal_is_not_the_jobs(tmp_path):
+    # audit 8 probe e8: a real libgomp EAGAIN + a real listing where the job's group refused nothing and a CI
+    # runner's group refused one fork
+    a = _bundle(tmp_path, {"job.log": _read(_PIDS / "run_ulimit_v.log"), "pids_listing.txt": _read(_PIDS / "pids_listing.txt")})
+    assert a.verdict.category == "unknown", (a.verdict.cause, a.verdict.trace)
+    assert any("not shown to be the job's" in t for t in a.verdict.trace), a.verdict.trace
+
+
+def test_the_jobs_own_pids_refusals_still_pair_with_its_eagain():
+    # near miss: validation23 lab5-container-pids-limit-omp-threads (its own group's pids files)
+    v = analyze(FIXTURES / "validation23/lab-c/lab5-container-pids-limit-omp-threads/bundle").verdict
+    assert v.cause == "app_error", v.trace
+    assert any("independent weak signs" in t and "limits.pids_refused" in t for t in v.trace), v.trace
