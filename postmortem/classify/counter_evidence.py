@@ -273,7 +273,7 @@ def measured_state_against(case: Case, trace: list[str]) -> dict[str, tuple[floa
             break
     out.update(cgroup_no_oom_kill(case, trace))
     out.update(enomem_with_memory_free(case, trace))
-    for e in events_of(case, {KIND.msg_fm_no_nvswitch})[:1]:
+    for e in events_of(case, {KIND.msg_fm_no_nvswitch})[:1 if not _fabric_needed(case) else 0]:
         reason = (f"Fabric Manager found no NVSwitch to manage ({e.ref.describe()}: NV_WARN_NOTHING_TO_DO): "
                   "the host has no NVSwitch fabric, so no NVLS or Fabric Manager failure")
         out.update(_against(COUNTER.fm_no_nvswitch, reason, trace))
@@ -285,6 +285,25 @@ def measured_state_against(case: Case, trace: list[str]) -> dict[str, tuple[floa
             out.update(_against(COUNTER.p2p_disabled, reason, trace))
             break
     return out
+
+
+# CUDA's own word that the fabric is needed and not up: cudaErrorSystemNotReady (802, "system not
+# yet initialized"); an SXM/HGX board in nvidia-smi sits on an NVSwitch baseboard.
+_FABRIC_NEEDED = re.compile(r"system not yet initialized|SystemNotReady|SYSTEM_NOT_READY")
+_SXM_BOARD = re.compile(r"SXM|HGX|DGX|\bGB200\b|\bB200\b|\bB100\b")
+
+
+def _fabric_needed(case: Case) -> bool:
+    """Something in the bundle says the host needs its NVSwitch fabric (audit 8 M5): then Fabric
+    Manager's NV_WARN_NOTHING_TO_DO is no 'no NVSwitch here' -- on NVLink5 systems (HGX/DGX B200,
+    B100) FM started without NVLSM fails with exactly that warning, the NVSwitches stay
+    uninitialized and CUDA returns cudaErrorSystemNotReady (NVIDIA Fabric Manager user guide, as
+    quoted in siderolabs/extensions#717; NVIDIA/gpu-operator#2781)."""
+    if any(_FABRIC_NEEDED.search(e.text or "") for e in events_of(case, {KIND.msg_cuda_system_not_ready})):
+        return True
+    if any(_FABRIC_NEEDED.search(e.text or "") for e in case.events if e.kind == KIND.py_exception):
+        return True
+    return any(re.fullmatch(r"gpu\.\d+\.name", f.name) and _SXM_BOARD.search(str(f.value)) for f in case.facts)
 
 
 def gpus_without_nvswitch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:

@@ -245,3 +245,22 @@ def test_the_jobs_own_pids_refusals_still_pair_with_its_eagain():
     v = analyze(FIXTURES / "validation23/lab-c/lab5-container-pids-limit-omp-threads/bundle").verdict
     assert v.cause == "app_error", v.trace
     assert any("independent weak signs" in t and "limits.pids_refused" in t for t in v.trace), v.trace
+
+
+# ---------------------------------------------------------------- M5: NOTHING_TO_DO beside SystemNotReady
+
+_FM = FIXTURES / "system/public/fm_nothing_to_do_nvlink5"
+
+
+def test_nothing_to_do_beside_system_not_ready_is_no_host_without_nvswitch(tmp_path):
+    # audit 8 probe n1: gpu-burn#92's cudaErrorSystemNotReady + gpu-operator#610's NOTHING_TO_DO journal lines
+    a = _bundle(tmp_path, {"gpu_burn.log": _read(_FM / "gpu_burn.log"),
+                           "fabricmanager_journal.txt": _read(_FM / "fabricmanager_journal.txt")})
+    assert a.verdict.cause == "nvls_fabric", (a.verdict.cause, a.verdict.trace)
+    assert not any("the host has no NVSwitch fabric" in t for t in a.verdict.trace), a.verdict.trace
+
+
+def test_nothing_to_do_alone_still_says_no_nvswitch(tmp_path):
+    # near miss: the journal lines alone (a host without NVSwitch): no fabric failure claimed
+    a = _bundle(tmp_path, {"fabricmanager_journal.txt": _read(_FM / "fabricmanager_journal.txt")})
+    assert a.verdict.cause != "nvls_fabric", a.verdict.trace
