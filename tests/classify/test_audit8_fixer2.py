@@ -264,3 +264,18 @@ def test_nothing_to_do_alone_still_says_no_nvswitch(tmp_path):
     # near miss: the journal lines alone (a host without NVSwitch): no fabric failure claimed
     a = _bundle(tmp_path, {"fabricmanager_journal.txt": _read(_FM / "fabricmanager_journal.txt")})
     assert a.verdict.cause != "nvls_fabric", a.verdict.trace
+
+
+# ---------------------------------------------------------------- M4: a redundant port STP blocks
+
+_STP_UPLINK = FIXTURES / "system/stp_redundant_uplink"
+
+
+def test_a_blocking_redundant_port_is_no_path_loss(tmp_path):
+    # audit 8 probe s1: a real gloo desync + a real bridge whose second uplink STP blocks while the first forwards
+    a = _bundle(tmp_path, {"torchrun.log": _read(_STP_UPLINK / "desync/torchrun.log"),
+                           "bridge_link.txt": _read(_STP_UPLINK / "bridge_d_link.txt"),
+                           "bridge_fdb.txt": _read(_STP_UPLINK / "bridge_fdb.txt")})
+    assert any("a redundant path" in t for t in a.verdict.trace), a.verdict.trace
+    assert not any(t.startswith("path-discards: switch port") for t in a.verdict.trace), a.verdict.trace
+    assert a.verdict.cause == "collective_desync", a.verdict.trace

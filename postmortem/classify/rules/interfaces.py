@@ -317,7 +317,16 @@ class PathDiscards(Rule):
             info = f.value
             options = info.get("port_options") or {}
             if info.get("port_state") in params["blocking_states"]:
-                bad.append((f, f"STP state {info['port_state']}"))
+                # STP blocks every redundant port in its steady state (the alternate path), and a port
+                # listens/learns for one forward delay after any port comes up: only a bridge left
+                # with no forwarding port at all is cut off (audit 8 M4)
+                others = [g.value.get("name") for g in ports if g is not f
+                          and g.value.get("master") == info.get("master") and g.value.get("port_state") == "forwarding"]
+                if others:
+                    trace.append(f"{self.id}: port {info.get('name')} is {info['port_state']} but bridge "
+                                 f"{info.get('master')} forwards on {', '.join(map(str, others[:3]))}: a redundant path")
+                    continue
+                bad.append((f, f"STP state {info['port_state']} and no port of bridge {info.get('master')} forwarding"))
             elif all(options.get(o) == "off" for o in params["no_delivery_options"]):
                 port = str(info.get("name"))
                 entries = [e for e in fdb if e.get("dev") == port]
