@@ -165,7 +165,8 @@ class NcclParser(LineParser):
         self._rings: set[tuple] = set()
         self._plain: dict[str, dict] = {}  # message shape -> data of its first nccl.info event
         # Folding as read (fold.AsRead, set by postmortem/scan.py): a plain event whose shape an
-        # earlier file leads is deferred, (number, line, where, dev, shape, data), not made.
+        # earlier file leads is deferred, (number, place, where, shape, data), not made; `place`
+        # holds the Line's fields (Line(*place): no Line is built for a folded copy).
         self.early = None
         self.deferred: list[tuple] = []
 
@@ -339,21 +340,22 @@ class NcclParser(LineParser):
         early = self.early
         if early is not None and where["stamp"] is None and line.rank is None and early.leader(shape, line.path):
             data = {"msg": msg, "dev": dev, "count": 1, "pids": pids}  # what the event's data would be
-            self.deferred.append((next(self.sink.numbering), line, where, shape, data))
+            self.deferred.append((next(self.sink.numbering), (line.path, line.no, line.text, line.raw, line.host,
+                                                              line.rank, line.stamp), where, shape, data))
             self._plain[shape] = self.repeat_target = data
             return
         ev = self.sink.event(line, "nccl.info", Severity.INFO, **where, msg=msg, dev=dev, count=1, pids=pids)
         self._plain[shape] = ev.data  # type: ignore[assignment]
         self.repeat_target = ev.data
 
-    def fold_copy(self, line: Line, thread: tuple) -> bool:
-        """What `feed` does with a line when that is deferring a plain INFO copy (see _plain_info),
-        done without the general path, or False (nothing done) when it would do anything else.
-        `thread`: the (host, pid, tid) strings of the line's `host:pid:tid` prefix (scan.py)."""
+    def fold_copy(self, path: str, no: int, text: str, host_of_file: str | None, thread: tuple) -> bool:
+        """What `feed` does with Line(path, no, text, text, host_of_file) (no rank, no stamp from a
+        wrapper) when that is deferring a plain INFO copy (see _plain_info), done without the
+        general path and without building the Line, or False (nothing done) when it would do
+        anything else.  `thread`: the (host, pid, tid) strings of the line's `host:pid:tid`
+        prefix (scan.py)."""
         early = self.early
-        text = line.text
-        if early is None or self._chains or self._last_warn or line.rank is not None or line.stamp is not None \
-                or text[:1] == "[":
+        if early is None or self._chains or self._last_warn or text[:1] == "[":
             return False
         head, mark, msg = text.partition(_INFO_MARK)
         host, pid, tid = thread
@@ -371,11 +373,12 @@ class NcclParser(LineParser):
         about = _about(msg)
         shape = about.plain
         if shape is None or about.chain or about.grammar or about.channel or about.abort or shape in self._plain \
-                or not early.leader(shape, line.path):
+                or not early.leader(shape, path):
             return False
         where = {"host": host, "pid": int(pid), "tid": int(tid), "stamp": None}
         data = {"msg": msg, "dev": dev, "count": 1, "pids": [where["pid"]]}
-        self.deferred.append((next(self.sink.numbering), line, where, shape, data))
+        self.deferred.append((next(self.sink.numbering), (path, no, text, text, host_of_file, None, None), where,
+                              shape, data))
         self._plain[shape] = self.repeat_target = data
         return True
 
@@ -384,7 +387,8 @@ class NcclParser(LineParser):
         each with the number it drew, at its place in reading order."""
         sink, deferred, self.deferred = self.sink, self.deferred, []
         numbering = sink.numbering
-        for seq, line, where, _shape, data in deferred:
+        for seq, place, where, _shape, data in deferred:
+            line = Line(*place)
             sink.numbering = iter((seq,))
             ev = sink.event(line, "nccl.info", Severity.INFO, **where, msg=data["msg"], dev=data["dev"],
                             count=data["count"], pids=data["pids"])
