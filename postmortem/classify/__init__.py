@@ -351,7 +351,10 @@ def _pick_root(by_cause, scores, k, trace) -> str | None:
     # Category precedence only lets a cause that could be claimed on its own signs take
     # the root from a better-supported one: one weak hint never outranks a specific line.
     able = [c for c in contenders if c == best or (_claimable(by_cause[c], []) and not _unlinked(by_cause[c]))]
-    pick = max(able, key=lambda c: (PRECEDENCE[k.causes[c].category], scores[c]))
+    # Within a category, a cause whose fallout the other is (causes.toml `explains`: a named
+    # network fault behind "the collective stopped moving") is the root.
+    pick = max(able, key=lambda c: (PRECEDENCE[k.causes[c].category],
+                                    any(o in k.causes[c].explains for o in able if o != c), scores[c]))
     # A cause with no time at all (a snapshot's counters: nvidia-smi's volatile ECC counts span
     # every job since the driver loaded) takes no root by its category's precedence from a cause
     # whose signs are timed lines of this failure (audit 7 H1).

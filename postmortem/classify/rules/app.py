@@ -152,7 +152,7 @@ class AppError(Rule):
     def _native_finding(self, case: Case, k, e: Event, trace: list[str]):
         signal = next(s for s in (*_param(SIGN.app_native_fault.id, "signals"), *_param(SIGN.app_native_fault.id, "abort_signals"))
                       if died_of(e, s))
-        crashed = stack_code.crashing(case.stacks, case.events)
+        crashed = _with_native_frames(stack_code.crashing(case.stacks, case.events), case.stacks, signal)
         job_dirs = _job_dirs(case)
         asserted = (_assert_caller(crashed, job_dirs) if crashed and signal in _param(SIGN.app_native_fault.id, "abort_signals")
                     else None)
@@ -171,6 +171,20 @@ class AppError(Rule):
         # The death and its own stack are one event: the fault site qualifies it, it is no second sign.
         sign = SIGN.app_native_frames if at_own else SIGN.app_native_fault
         return sign_finding(k, sign, self.id, summary, [e], signal, extra_refs=refs)
+
+
+def _with_native_frames(crashed: Stack | None, stacks, signal: str) -> Stack | None:
+    """The crashing stack as a native debugger printed it, when the chosen one is Python-only.
+    CPython's faulthandler (Python/faulthandler.c faulthandler_fatal_error -> dump_traceback)
+    prints only Python frames: a native call made from Python (ctypes, an extension) shows as
+    the Python line that made it, so it cannot say where the fault was.  gdb's `bt` on the core
+    of the same death (its "Program terminated with signal SIGSEGV") prints the native frames
+    below `<signal handler called>`: the same crash, read to the instruction that faulted."""
+    if crashed is None or crashed.origin in stack_code.NATIVE_ORIGINS:
+        return crashed
+    native = [s for s in stacks if s.crashed and s.origin in stack_code.NATIVE_ORIGINS
+              and signal in (s.title or "") and any("signal handler" in (f.note or "") for f in s.frames)]
+    return native[0] if len(native) == 1 else crashed
 
 
 def _assert_caller(stack: Stack, job_dirs: tuple[str, ...] = ()) -> Frame | None:

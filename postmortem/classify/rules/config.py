@@ -311,9 +311,21 @@ class CollectiveTimeout(Rule):
         every_rank_timed_out = bool(world) and sum(1 for r in timed_out if 0 <= r < world) == world
         if not apart and not advancing and every_rank_timed_out and len(timed_out) >= 2:
             trace.append(f"{self.id}: every rank of the world (0..{world - 1}) timed out in the same collective")
-            return [sign_finding(k, SIGN.timeout_all_ranks, self.id,
-                                 f"{len(timeouts)} collective timeout(s) across all ranks {sorted(timed_out)}; "
-                                 "no other fault found", timeouts, "timeout")]
+            level = _level_steps(case, timeouts, timed_out)
+            if level is not None and _timeouts_apart(case, timeouts, timed_out):
+                trace.append(f"{self.id}: every rank last logged step {level[0]}, but their timeouts expired far apart:"
+                             " a rank entered the collective late, so the level steps say nothing")
+                level = None
+            summary = (f"{len(timeouts)} collective timeout(s) across all ranks {sorted(timed_out)}; "
+                       "no other fault found")
+            if level is not None:
+                step, refs = level
+                trace.append(f"{self.id}: every rank last logged step {step} before the timeouts: none was behind")
+                summary += (f"; every rank had logged step {step} ({', '.join(r.describe() for r in refs[:3])}): "
+                            "none was behind when the collective stopped moving")
+                return [sign_finding(k, SIGN.timeout_all_ranks, self.id, summary, timeouts, "timeout",
+                                     extra_refs=refs[:4], combined=(SIGN.timeout_ranks_level,))]
+            return [sign_finding(k, SIGN.timeout_all_ranks, self.id, summary, timeouts, "timeout")]
         signs = []
         why = []
         if apart:
@@ -401,6 +413,49 @@ def silent_ranks(world: int, timed_out: set[int], awaited: set[int]) -> list[int
 # what NCCL prints only under NCCL_DEBUG=INFO/WARN (parsers/nccl.py)
 _NCCL_DEBUG_KINDS = frozenset({KIND.nccl_info, KIND.nccl_warn, KIND.nccl_init, KIND.nccl_network, KIND.nccl_transport,
                                KIND.nccl_trace, KIND.nccl_error_chain, KIND.nccl_abort})
+
+
+def _level_steps(case: Case, timeouts: list[Event], timed_out: set[int]) -> tuple[int, tuple[Ref, ...]] | None:
+    """The step every timed-out rank last logged before its first timeout (messages.toml
+    rank_step), when each of them logged one and all name the same step; else None.  A
+    step line printed after the rank's timeout (an emergency save, a retry) is not where it
+    stood when the collective began."""
+    first_timeout: dict[int, int] = {}
+    for e in timeouts:
+        if e.rank is not None:
+            first_timeout[e.rank] = min(first_timeout.get(e.rank, e.seq), e.seq)
+    last: dict[int, Event] = {}
+    for e in events_of(case, KIND.msg_rank_step):
+        r = e.rank
+        if r in first_timeout and e.seq < first_timeout[r] and str(e.data.get("step", "")).isdecimal():
+            if r not in last or e.seq > last[r].seq:
+                last[r] = e
+    if len(timed_out) < 2 or set(last) != timed_out:
+        return None
+    steps = {int(e.data["step"]) for e in last.values()}
+    if len(steps) != 1:
+        return None
+    return steps.pop(), tuple(last[r].ref for r in sorted(last))
+
+
+def _timeouts_apart(case: Case, timeouts: list[Event], timed_out: set[int]) -> bool:
+    """Did the ranks' timeouts expire apart?  Every rank waits the same timeout from the moment
+    it entered the collective, so ranks that entered together fail together; a rank whose
+    failure (torchrun's ChildFailedError entry, which names the global rank and its time) came
+    a large share of the timeout after another's entered late -- stopped or busy after its last
+    progress line (a frozen container, a save) -- and its level step counter says nothing."""
+    limits = [int(v) for e in timeouts for v in (e.data.get("timeout_ms"), e.data.get("ran_ms"))
+              if str(v or "").isdecimal() and int(v) > 0]
+    if not limits:
+        return False
+    exits: dict[int, object] = {}
+    for e in events_of(case, KIND.launcher_child_failed):
+        if e.rank in timed_out and e.when and e.when.at:
+            exits[e.rank] = min(exits.get(e.rank, e.when.at), e.when.at)
+    if len(exits) < 2:
+        return False
+    spread_ms = (max(exits.values()) - min(exits.values())).total_seconds() * 1000
+    return spread_ms >= LIMIT.timeouts_apart_share * min(limits)
 
 
 def _transport_errors_visible(case: Case, timeouts: list[Event]) -> bool:
