@@ -32,10 +32,10 @@ from typing import Iterable, Iterator
 
 from postmortem import bundle, fold, knowledge
 from postmortem.budget import Meter
-from postmortem.parsers import _SEEN_CAP, TextResult, _feed, _instances, _is_busy, _offer, _safely, _wants
+from postmortem.parsers import _SEEN_CAP, TextResult, _feed, _instances, _is_busy, _note, _offer, _safely, _wants
 from postmortem.parsers.base import Line, LineParser, Sink
 from postmortem.parsers.messages import MessageMatcher
-from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain, plain_shape
+from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain, info_parts, plain_shape
 from postmortem.parsers.wrappers import clean, strip
 
 # Artifacts at least this big go through the scanning stage; smaller ones line by line.
@@ -65,6 +65,21 @@ _LEADING_STAMP = re.compile(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\] ", 
 # The same stamp after a newline: searched with its literal `\n[` first (`^` with re.M is
 # tried at every byte); with a match of _LEADING_STAMP at 0 it finds what that search finds.
 _STAMP_AFTER_NEWLINE = re.compile(rb"\n\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\] ")
+
+
+# Line shape (see _Reader.kind) -> nccl.info_parts of its lines: the same for every rank's copy,
+# whose text after the `host:pid:tid ` prefix is the same.
+_PARTS: dict[str, tuple | None] = {}
+_UNREAD = object()
+
+
+def _feed_info(sink: Sink, nccl: NcclParser, line: Line, thread: tuple, parts: tuple) -> bool:
+    """parsers._feed for NcclParser.feed_info (a parser bug costs one line and a note)."""
+    try:
+        return nccl.feed_info(line, thread, parts)
+    except Exception as exc:  # noqa: BLE001
+        _note(sink, nccl, f"{line.path}:{line.no}", exc)
+        return False
 
 
 def _index(items: list[str], item: str, start: int) -> int | None:
@@ -234,15 +249,22 @@ class _Reader:
         says what `one` would find (the line is not wrapped, only the NCCL parser wants a
         routine line, no parser wants a context line), so the wrapper strip and the other
         parsers' prefilters are skipped."""
+        parts = None
+        if thread is not None and shape is not None:  # the prefix read once per line shape (nccl.info_parts)
+            parts = _PARTS.get(shape, _UNREAD)
+            if parts is _UNREAD:
+                if len(_PARTS) >= _KINDS_CAP:
+                    _PARTS.clear()
+                parts = _PARTS[shape] = info_parts(raw, thread)
         if kind == PLAIN and thread is not None and self.early is not None \
-                and self.nccl.fold_copy(self.path, no, raw, self.host, thread):
+                and self.nccl.fold_copy(self.path, no, raw, self.host, thread, parts):
             self.used.add(self.nccl.name)  # a plain copy of another file's INFO line: deferred (fold.AsRead)
             return self.nccl
         line = Line(self.path, no, raw, raw, self.host)
         claimed = None
         if kind == ROUTINE or kind == QUIET or kind == PLAIN:
             nccl = self.nccl
-            if _feed(self.sink, nccl, line):
+            if _feed(self.sink, nccl, line) if parts is None else _feed_info(self.sink, nccl, line, thread, parts):
                 self.used.add(nccl.name)
                 if self.nccl_blocks and _is_busy(self.sink, nccl):
                     self.in_block[:] = [nccl]
