@@ -18,13 +18,13 @@ from itertools import compress
 from operator import attrgetter, methodcaller, not_
 
 from postmortem.classify.counter_evidence import (before_the_job, crashed_peer, death_mismatch, measured_state_against,
-                                                  unrelated_victims)
+                                                  oom_kill_hit_the_job, unrelated_victims)
 from postmortem.classify import launcher_root
 from postmortem.classify.rules import RULES
 from postmortem.classify.index import events_of
 from postmortem.classify.signature import signature_of
 from postmortem.knowledge import Knowledge
-from postmortem.knowledge.registry import KIND, LIMIT, registry
+from postmortem.knowledge.registry import KIND, LIMIT, deaths, registry
 from postmortem.model import Basis, Case, Category, ClockKind, Finding, Verdict
 from postmortem.timeline import ZONE_ASSUMED
 
@@ -90,7 +90,7 @@ def _decide(case: Case, k: Knowledge) -> Verdict:
     rivals = {c: v for c, v in contenders.items() if any(f.role == "root" for f in by_cause[c])}
     # Only a cause something points at as a root can be the root: symptoms alone (timeouts,
     # teardown lines) say that something failed, not what.
-    root_cause = _pick_root(by_cause, rivals, k, trace)
+    root_cause = _pick_root(by_cause, rivals, k, trace, case)
     if root_cause is None:
         return _unknown(case, k, findings, scores, trace)
     if scores[root_cause] < MIN_CONFIDENCE:
@@ -226,9 +226,9 @@ def _explained(scores: dict[str, float], k: Knowledge, trace: list[str],
                     and _came_after(cause, other, by_cause, k, case, trace)):
                 continue
             if (by_cause is not None and other in by_cause and k.causes[other].category != k.causes[cause].category
-                    and _unlinked(by_cause.get(cause, ()))):
+                    and _unlinked(by_cause.get(cause, ()), case)):
                 trace.append(f"resolve: {other} is no fallout of {cause}: {cause} rests on counts that name "
-                             f"no victim and no time")
+                             f"no victim and no time, or on kills of processes the job's lines never show dying")
                 continue
             if other in scores and other not in out and scores[other] <= scores[cause] + EXPLAINS_MARGIN:
                 out.add(other)
@@ -289,12 +289,20 @@ def _first_span(findings) -> tuple | None:
     return (None if None in lows else min(lows)), (min(highs) if highs else None), min(f.first_at for f in timed)  # type: ignore[type-var]
 
 
-def _unlinked(findings) -> bool:
+def _unlinked(findings, case: Case | None = None) -> bool:
     """A cause whose every sign counts kills without naming a victim or a time
-    (catalogs/readings.toml [fallout] unlinked_signals): it links no failure of the job to itself."""
+    (catalogs/readings.toml [fallout] unlinked_signals), or reads OOM kills of which none is
+    seen to hit the job (no victim pid among the job's lines, no process of the job dying by
+    SIGKILL: audit 7 H6, a memcg kill of another process): it links no failure of the job to itself."""
     from postmortem.classify.rules.catalog import _readings
     unlinked = set(_readings()["fallout"]["unlinked_signals"])
+    if case is not None and not oom_kill_hit_the_job(case):
+        unlinked |= _KILL_READINGS
     return bool(findings) and all(f.signal in unlinked for f in findings)
+
+
+# Readings of the OOM killer's kill line (signals.toml `death = "kernel_kill"`), however parsed.
+_KILL_READINGS = deaths("kernel_kill")
 
 
 def _gpu_error_reading(f: Finding) -> bool:
@@ -320,7 +328,7 @@ def _specific_advice(findings: list[Finding], k: Knowledge) -> tuple[str, ...]:
 PRECEDENCE = {"hardware": 3, "config": 2, "comms": 1, "unknown": 0}
 
 
-def _pick_root(by_cause, scores, k, trace) -> str | None:
+def _pick_root(by_cause, scores, k, trace, case: Case | None = None) -> str | None:
     """The earliest of the well-supported root-capable causes; without times, the one
     whose category explains the others; then the best-supported."""
     if not scores:
@@ -350,7 +358,7 @@ def _pick_root(by_cause, scores, k, trace) -> str | None:
                      "their order is not known")
     # Category precedence only lets a cause that could be claimed on its own signs take
     # the root from a better-supported one: one weak hint never outranks a specific line.
-    able = [c for c in contenders if c == best or (_claimable(by_cause[c], []) and not _unlinked(by_cause[c]))]
+    able = [c for c in contenders if c == best or (_claimable(by_cause[c], []) and not _unlinked(by_cause[c], case))]
     # Within a category, a cause whose fallout the other is (causes.toml `explains`: a named
     # network fault behind "the collective stopped moving") is the root.
     pick = max(able, key=lambda c: (PRECEDENCE[k.causes[c].category],

@@ -150,6 +150,20 @@ def death_mismatch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple
     return _against(COUNTER.death_mismatch, reason, trace)
 
 
+def oom_kill_hit_the_job(case: Case) -> bool:
+    """Is an OOM kill of the bundle seen to hit the job?  Yes when a victim's pid is named in
+    the job's own lines, or the job's own logs show one of its processes dying as the OOM
+    killer kills (SIGKILL, exit -9, 'Killed', OOMKilled).  A memcg kill of some other process
+    (the kernel log keeps the host's whole history) links no failure of the job to memory."""
+    kernel_files = _kernel_artifacts(case)
+    victims = {e.pid for e in events_of(case, _OOM_KILLS) if e.pid is not None}
+    if victims & {e.pid for e in case.events if e.pid is not None and e.ref.path not in kernel_files}:
+        return True
+    return any(_SIGKILL.search(e.text) or str(e.data.get("exitcode", "")) == "-9"
+               or str(e.data.get("signal", "")).upper() in ("SIGKILL", "KILLED")
+               for e in events_of(case, _DEATH_KINDS) if e.ref.path not in kernel_files)
+
+
 # Deaths that are teardown, not a cause: the launcher's SIGTERM, NCCL's own abort.
 _TEARDOWN = frozenset({"SIGTERM", "SIGABRT", "SIGINT", "SIGHUP"})
 _NETWORK_TEXT = re.compile(r"NCCL|nccl|[Cc]onnection|network|[Gg]loo|[Tt]imed out|[Tt]imeout|DistBackendError|Socket")
@@ -225,12 +239,27 @@ def measured_state_against(case: Case, trace: list[str]) -> dict[str, tuple[floa
         reason = (f"Fabric Manager found no NVSwitch to manage ({e.ref.describe()}: NV_WARN_NOTHING_TO_DO): "
                   "the host has no NVSwitch fabric, so no NVLS or Fabric Manager failure")
         out.update(_against(COUNTER.fm_no_nvswitch, reason, trace))
+    out.update(gpus_without_nvswitch(case, trace))
     for f in _facts(case, "env.NCCL_P2P_DISABLE"):
         if str(f.value).strip() == "1":
             reason = f"NCCL_P2P_DISABLE=1 was set ({f.ref.describe()}): NCCL used no peer-to-peer transport"
             out.update(_against(COUNTER.p2p_disabled, reason, trace))
             break
     return out
+
+
+def gpus_without_nvswitch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """Every GPU nvidia-smi names is a product never on an NVSwitch baseboard: no fabric for
+    Fabric Manager or NVLS to fail (catalogs/readings.toml [nvswitch])."""
+    from postmortem.classify.rules.catalog import _readings
+    names = [f for f in case.facts if re.fullmatch(r"gpu\.\d+\.name", f.name) and isinstance(f.value, str)]
+    products = re.compile(_readings()["nvswitch"]["no_nvswitch_products"])
+    if not names or not all(products.search(f.value) for f in names):
+        return {}
+    f = names[0]
+    reason = (f"the GPUs are {f.value.strip()} ({f.ref.describe()}{f', and {len(names) - 1} more' if len(names) > 1 else ''}): "
+              "a product never on an NVSwitch baseboard, so no Fabric Manager or NVLS fabric to fail")
+    return _against(COUNTER.gpus_without_nvswitch, reason, trace)
 
 
 def cgroup_no_oom_kill(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
@@ -273,9 +302,11 @@ def has_kernel_log(case: Case) -> bool:
     return any("kernel" in a.parsers for a in case.artifacts)
 
 
-# strerror(ENOMEM) as CPython ("[Errno 12]"), libfabric ("(-12) Cannot allocate memory") and
-# "<call> failed: <strerror>" (NCCL, UCX, verbs wrappers) print it.
-_ENOMEM = re.compile(r"\[Errno 12\] Cannot allocate memory|\(-?12\)[: ]+Cannot allocate memory|failed(?: with error)?:? Cannot allocate memory")
+# strerror(ENOMEM) as CPython ("[Errno 12]"), libfabric ("(-12) Cannot allocate memory"),
+# "<call> failed: <strerror>" (NCCL, UCX, verbs wrappers) and PyTorch's CPU allocator
+# (c10/core/impl/alloc_cpu.cpp: "Error code 12 (Cannot allocate memory)", audit 7 M13) print it.
+_ENOMEM = re.compile(r"\[Errno 12\] Cannot allocate memory|\(-?12\)[: ]+Cannot allocate memory|failed(?: with error)?:? Cannot allocate memory"
+                     r"|Error code 12 \(Cannot allocate memory\)")
 
 
 def enomem_events(case: Case) -> list[Event]:

@@ -193,7 +193,10 @@ def match_nccl(line: str) -> Match | None:
                 # the errno of a call its mechanism does not govern: no reading (nor the subsystem's)
                 cause, strength, detail = CONTEXT, "subsystem", f"{text_} (not read: {unless})"
                 break
-            cause, strength, detail = reading, "specific", text_
+            # an errno several causes give (ECONNREFUSED: nobody listened -- a dead peer as much as a
+            # wrong address) reads the failure weakly (gen_nccl.py ERRNO_WEAK, audit 7 M2)
+            weak = text_ in _catalog("nccl")[0].get("errno_weak", {}).get(subsystem, ())
+            cause, strength, detail = reading, "subsystem" if weak else "specific", text_
             break
     else:
         if cause == ERRNO:  # no errno on the line: the subsystem's reading, weakly

@@ -21,7 +21,10 @@ Facts:
 * `cgroup.frozen` — True for freezer.state FROZEN or FREEZING (v1), cgroup.freeze 1 or
   cgroup.events `frozen 1` (v2); False for THAWED / 0;
 * `cgroup.pids_max` (`unlimited` for `max`), `cgroup.pids_max_hits` — pids.events `max N`: task
-  creations (fork, clone of a thread) the limit refused.
+  creations (fork, clone of a thread) the limit refused;
+* `cgroup.pids_group` — the group whose pids files these are, as the kernel names it (the path
+  under the hierarchy's mount: `/pm5c-job2`, `/system.slice/docker-<id>.scope`), so that its
+  "fork rejected by pids controller in <group>" line can be told from another group's.
 
 The same freezer state per task: a `ps` row (`ps -o pid,stat,wchan,...`) whose WCHAN is the
 freezer's wait -- `refrigerator` / `__refrigerator` (kernel/freezer.c, cgroup v1 freezer and
@@ -39,6 +42,8 @@ _HEADER = re.compile(r"^(?:\$ ?(?:sudo )?(?:cat|head(?: -n ?\d+)?) +|==>? ?)(?P<
                      + r"))(?: ?<==| ?==)?\s*(?:#.*)?$")
 _ONE_LINE = re.compile(r"^(?P<path>/\S*?(?P<file>" + _FILES + r")):\s*(?P<value>\S.*?)\s*$")
 _CPU_STAT_KEY = re.compile(r"^(?P<key>nr_periods|nr_throttled) +(?P<n>\d{1,19})\s*$")
+# the pids hierarchy's mount (cgroup v1 /sys/fs/cgroup/pids, v2 /sys/fs/cgroup): the rest is the group
+_PIDS_MOUNT = re.compile(r"^/sys/fs/cgroup(?:/pids(?=/|$))?")
 _VALUE = re.compile(r"^(?:-?\d{1,19}|max|FROZEN|FREEZING|THAWED|[a-z_]+ -?\d{1,19}|(?:max|\d{1,19}) \d{1,19})\s*$")
 
 # a ps row: a pid first, the freezer's wait as a whole word among the columns before the
@@ -79,8 +84,10 @@ class CgroupStateParser(LineParser):
             self._file = None
         if m := _HEADER.match(text):
             self._file = m.group("file")
+            self._group(line, m.group("path"), m.group("file"))
             return True
         if m := _ONE_LINE.match(text):
+            self._group(line, m.group("path"), m.group("file"))
             if _VALUE.match(m.group("value")):
                 self._value(line, m.group("file"), m.group("value"))
             return True
@@ -94,6 +101,11 @@ class CgroupStateParser(LineParser):
 
     def finish(self) -> None:
         self._file = None
+
+    def _group(self, line: Line, path: str, file: str) -> None:
+        if file.startswith("pids.") and path.startswith("/sys/fs/cgroup"):
+            group = _PIDS_MOUNT.sub("", path[:-len(file)].rstrip("/")) or "/"
+            self.sink.fact(line, "cgroup.pids_group", group, text=group)
 
     def _value(self, line: Line, file: str, value: str) -> None:
         words = value.split()

@@ -35,17 +35,24 @@ def boot_from_process_deaths(placed: list[Event], boots: dict) -> dict:
     launcher's record of pid 1234 failing (wall time).  The median over all such pairs
     is robust to a wrong pair; the launcher notices a death up to a second late."""
     deaths: dict[tuple[str | None, int], datetime] = {}
+    how: dict[tuple[str | None, int], str | None] = {}
     for e in of_kinds(placed, _LAUNCHER_DEATHS):
         if e.pid is not None and e.when and e.when.at:
             key = (e.host, e.pid)
             deaths[key] = min(deaths.get(key, e.when.at), e.when.at)
+            how[key] = signals.name_of(e.data.get("signal")) or signals.of_exitcode(e.data.get("exitcode")) or how.get(key)
     found: dict[str | None, list[float]] = defaultdict(list)
     for e in of_kinds(placed, _KERNEL_DEATHS) if deaths else ():
         if e.pid is None or not e.stamp or e.stamp.clock is not ClockKind.BOOT:
             continue
         if e.host in boots or (e.host is None and boots):
             continue
-        seen = deaths.get((e.host, e.pid)) or next((t for (h, p), t in deaths.items() if p == e.pid), None)
+        # A pid alone (another host's name, or none) pairs the two only when they tell the same death:
+        # inside a container the launcher's pids are the namespace's small numbers, and the kernel
+        # log's own early-boot deaths reuse them (audit 7 L8).
+        killed = _kernel_death_signal(e)
+        seen = deaths.get((e.host, e.pid)) or next((t for (h, p), t in deaths.items()
+                                                    if p == e.pid and killed and how.get((h, p)) == killed), None)
         if seen is not None and e.stamp.seconds is not None:
             found[e.host].append(seen.timestamp() - e.stamp.seconds)
     out = {}
@@ -57,6 +64,18 @@ def boot_from_process_deaths(placed: list[Event], boots: dict) -> dict:
             out[host] = (boot, f"anchored on {len(offsets)} process death(s) seen by the kernel and the launcher",
                          max(1.5, spread))
     return out
+
+
+def _kernel_death_signal(e: Event) -> str | None:
+    """The signal a kernel death line says killed the process: its own (a segfault's SIGSEGV,
+    SIGBUS ...) or the OOM killer's SIGKILL."""
+    own = signals.name_of(e.data.get("signal"))
+    if own:
+        return own
+    return "SIGKILL" if e.kind in _OOM_KILL_KINDS else None
+
+
+_OOM_KILL_KINDS = deaths("kernel_kill")
 
 
 def pin_to_process_death(placed: list[Event]) -> None:

@@ -28,3 +28,14 @@ def test_a_double_free_inside_the_c_library_is_not_read_as_the_jobs_code():
     assert a.verdict.cause != "app_error", a.verdict.trace
     crashed = next(s for s in a.case.stacks if any(f.function == "malloc_printerr" for f in s.frames))
     assert _assert_caller(crashed) is None
+
+
+def test_a_corrupted_heap_found_inside_malloc_does_not_blame_its_caller():
+    # audit 7 M10: fill_rows() wrote past its buffer; read_header()'s malloc found the top chunk's
+    # size corrupted ("malloc(): corrupted top size") -- read_header is the victim, not the culprit
+    a = analyze(LAB / "malloc/bundle")
+    crashed = next(s for s in a.case.stacks if any(f.function == "malloc_printerr" for f in s.frames))
+    assert _assert_caller(crashed) is None
+    v = a.verdict
+    assert v.cause == "unknown" and "leaning app_error" in v.summary, v.trace
+    assert "read_header" not in v.summary

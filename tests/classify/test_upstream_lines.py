@@ -144,14 +144,17 @@ def test_a_lone_watchdog_timeout_is_a_symptom_not_the_network(tmp_path):
 
 def test_ranks_at_different_seqnums_are_a_straggler_sign(tmp_path):
     # two timeouts of one process group at different SeqNums, NCCL's INFO output without a transport
-    # error: two independent straggler signs.  The PG is read from the watchdog's wrapper (torch prints
-    # "[PG ID n PG GUID g(name) Rank r] Process group watchdog thread terminated with exception: <line>");
-    # SeqNums of lines naming no PG are never compared (audit 6 M6)
+    # error: one straggler sign; the absence of a transport error qualifies it but is no second,
+    # independent one -- a silent network stall prints nothing either (audit 7 M12), so it leans.
+    # The PG is read from the watchdog's wrapper (torch prints "[PG ID n PG GUID g(name) Rank r]
+    # Process group watchdog thread terminated with exception: <line>"); SeqNums of lines naming no
+    # PG are never compared (audit 6 M6)
     def wrapped(rank: int, seq: int) -> str:
         return (f"  what():  [PG ID 0 PG GUID 0(default_pg) Rank {rank}] Process group watchdog thread terminated with "
                 f"exception: [Rank {rank}] Watchdog caught" + _watchdog(rank, seq).split("Watchdog caught", 1)[1])
     v = _verdict(tmp_path, "stderr.log", _NCCL_INFO + wrapped(0, 118) + "\n" + wrapped(1, 120))
-    assert v.cause == "straggler_timeout" and v.category.value == "config", v.trace
+    assert v.cause == "unknown" and "leaning straggler_timeout" in v.summary, v.trace
+    assert any("straggler signs: timeout.seq_apart" in line for line in v.trace), v.trace
     (tmp_path / "bare").mkdir()
     bare = _verdict(tmp_path / "bare", "stderr.log", _NCCL_INFO + _watchdog(0, 118) + "\n" + _watchdog(1, 120))
     assert not any("timeout.seq_apart" in line for line in bare.trace), bare.trace
@@ -168,7 +171,8 @@ def test_progress_still_advancing_while_ranks_wait_leans_straggler(tmp_path):
             + _watchdog(1, 1) + "\n"
             "Running tokenizer on dataset:  60%|######    | 600/1000 [30:00<15:00, 1.0 examples/s]")
     v = _verdict(tmp_path, "stderr.log", text)
-    assert v.cause == "straggler_timeout", v.trace
+    # one straggler sign; no transport error qualifies it but is no second one (audit 7 M12)
+    assert v.cause == "unknown" and "leaning straggler_timeout" in v.summary, v.trace
 
 
 # mlx5_core prints "<dev> <ifname>: Link down" (mlx5e_update_carrier) through the kernel log

@@ -32,6 +32,7 @@ def test_freezer_state_after_cat_and_in_grep_form():
 def test_pids_limit_and_refusals_from_a_lab_bundle():
     facts = _facts(ROOT / "fixtures/validation23/lab-c/lab5-container-pids-limit-omp-threads/bundle/container_pids_cgroup.txt")
     assert facts["cgroup.pids_max"] == 24 and facts["cgroup.pids_max_hits"] == 4
+    assert facts["cgroup.pids_group"] == "/pm5c-job2"   # v1: the path under the pids hierarchy's mount
 
 
 def test_cgroup_v2_cpu_max_and_events():
@@ -42,7 +43,7 @@ def test_cgroup_v2_cpu_max_and_events():
     result = parse_text("cg.txt", lines)
     facts = {f.name: f.value for f in result.sink.facts}
     assert facts == {"cgroup.cpu_quota_us": "unlimited", "cgroup.cpu_period_us": 100000, "cgroup.frozen": True,
-                     "cgroup.pids_max": "unlimited"}
+                     "cgroup.pids_max": "unlimited", "cgroup.pids_group": "/job"}
 
 
 def test_a_value_line_without_its_header_is_not_read():

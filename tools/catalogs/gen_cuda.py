@@ -45,14 +45,17 @@ READINGS: dict[int, tuple[str, str, str]] = {
     # a kernel's bad pointer or a failing GPU / driver both raise it
     700: ("app_error", "subsystem", "an illegal memory access in a kernel: the job's own code unless the same GPU repeats or an Xid says hardware"),
     710: ("app_error", "specific", "a device-side assert in the job's kernels (an index out of range, a bad label)"),
-    714: ("app_error", "specific", "a kernel's call stack overflowed or was corrupted"),
+    # Weak, for 715's reason (audit 7 M7): a corrupted call stack or an invalid program counter is
+    # what corrupt code/stack memory or a jump through a corrupt pointer gives -- a library kernel's
+    # bug or a failing GPU as much as the job's code
+    714: ("app_error", "subsystem", "a kernel's call stack overflowed or was corrupted: a kernel's own bug or a failing GPU (corrupt stack memory)"),
     # Weak: nothing in a compiled kernel is an illegal instruction; the GPU meets one when code memory
     # or a jump target is corrupt -- a library kernel's bug or a failing GPU alike (messages.toml
     # cuda_illegal_access already reads the same text as a weak sign)
     715: ("app_error", "subsystem", "an illegal instruction in a kernel: a kernel's own bug or a failing GPU (corrupt code memory)"),
     716: ("app_error", "subsystem", "a misaligned memory access in a kernel"),  # weak: as 700 (cuda_illegal_access)
     717: ("app_error", "specific", "a kernel used an address in the wrong address space"),
-    718: ("app_error", "specific", "a kernel jumped to an invalid program counter"),
+    718: ("app_error", "subsystem", "a kernel jumped to an invalid program counter: a kernel's own bug or a failing GPU (a corrupt jump target)"),
     719: ("app_error", "subsystem", "a kernel failed (unspecified): the job's code unless an Xid or repeats on one GPU say hardware"),
     701: ("app_error", "specific", "the kernel launch asked for more resources than the GPU has"),
     720: ("app_error", "specific", "a cooperative launch larger than the GPU can run"),

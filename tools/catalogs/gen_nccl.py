@@ -72,6 +72,10 @@ TEXT_RULES: tuple[tuple[str, str, str, str], ...] = (
     # ECONNRESET/EPIPE -> "Connection reset by peer" -- what every rank prints when a PEER PROCESS
     # dies, as much as when the network fails: weak (PEER_FALLOUT below).
     (r"Connection reset|Connection closed|closed by remote|remote process exited|peer.*closed", "socket", "nccl_network", "a peer closed or reset the connection (a crashed peer prints it as much as a network fault)"),
+    # misc/socket.cc (2.18+) socketStartConnect/socketPollConnect: ECONNREFUSED (and ETIMEDOUT) are
+    # retried RETRY_REFUSED_TIMES, then 'exceeded retries': nobody listened at the peer's address --
+    # a peer process dead or not yet up, or a wrong port -- as much as a path fault: weak (audit 7 M2).
+    (r"exceeded retries", "socket", "nccl_network", "connect attempts refused until NCCL's retries ran out: nobody listened at the peer's address (a peer dead or not yet up, a wrong port) as much as a path fault"),
     (r"Connection refused|socketProgress|socketPoll|socketFinalizeAccept|socketConnect|Connect to .* failed|connect.* failed|Accept failed|accept failed|Net : Connection", "socket", "nccl_network", "a socket connection to a peer failed"),
     (r"NET/IB|NET/Socket|NET/Plugin|\bIB\b", "", "nccl_network", "an IB or socket transport failure"),
     (r"NVLS|nvls|[Mm]ulticast|cuMulticast|IMEX|[Ff]abric|MNNVL", "nvls", "nvls_fabric", "NVLS / multicast / fabric setup failed"),
@@ -86,6 +90,19 @@ TEXT_RULES: tuple[tuple[str, str, str, str], ...] = (
     (r"Failed to (?:CUDA )?[cm]alloc|Failed to allocate host|Failed to realloc|calloc.*failed|malloc.*failed", "", "context", "an allocation failed: the CUDA or errno text that follows says why"),
 )
 
+# Text rules that read the application's misuse only in the files that check the application's
+# arguments and settings (the API entry points: argcheck, enqueue, collectives, group, init, the
+# device API, the bootstrap's rank check-in).  Elsewhere the same words ("is NULL", "already",
+# "must be", "out of range") are NCCL's checks of its own state or of the topology -- net_ib.cc
+# "trying to connect already connected sendComm", proxy.cc "Storing response for already
+# completed opId", graph/xml.cc "parent is NULL even after fallback", graph/tuning.cc "Invalid %s
+# %d (must be a multiple of %d)" for a tuning value NCCL then ignores: no reading of their own
+# (context; the result code or WARN that follows says what failed) (audit 7 M3).
+API_FILES = r"^(enqueue|misc/argcheck|include/argcheck|collectives|group|init\.cc|dev_runtime|bootstrap)"
+APPLICATION_WORDING = frozenset({
+    r"[Ii]nvalid (?:type|data ?type|datatype|operation|reduction|op|root|peer|rank|count|comm|communicator|pointer|device pointer|buffer|argument|usage|stream)|is not a valid|must be|cannot be NULL|is NULL|null pointer|out of range|not supported for|in-place|non-blocking|already|called with|mismatch in info",
+})
+
 # Text rules whose words name only the subsystem (NCCL prefixes every message of its network
 # transports with NET/IB or NET/Socket, benign notices as well as failures: "Failed to open mlx5dv
 # symbols. Advance features ... will be disabled", "NCCL_SOCKET_NTHREADS is greater than the maximum
@@ -96,7 +113,8 @@ NAMES_ONLY_THE_SUBSYSTEM = frozenset({r"NET/IB|NET/Socket|NET/Plugin|\bIB\b"})
 # A dead peer process and a failed network print the same words, so the reading is weak: it
 # leans to the network and needs a second, independent sign (audit 6, fixer2's check of
 # misc/socket.cc socketProgressOpt).
-PEER_FALLOUT = frozenset({r"Connection reset|Connection closed|closed by remote|remote process exited|peer.*closed"})
+PEER_FALLOUT = frozenset({r"Connection reset|Connection closed|closed by remote|remote process exited|peer.*closed",
+                          r"exceeded retries"})
 
 # NCCL <= 2.18 (net_ib.cc ncclIbAsyncThreadMain) printed EVERY HCA async event but COMM_EST in one
 # format, "Got async event : %s" with libibverbs' ibv_event_type_str (libibverbs/verbs.c): only the
@@ -117,10 +135,16 @@ ERRNO_READINGS = {  # strerror text -> cause, for entries marked 'errno'
     # misc/socket.cc SYSCHECK(bind(...), "bind") -> "Call to bind failed: <strerror>": EADDRINUSE
     # only with a fixed port (NCCL_COMM_ID, a set NCCL_SOCKET_PORT range); unreachable peers on connect.
     "socket": {"Address already in use": "port_in_use", "No route to host": "nccl_network",
-               "Network is unreachable": "nccl_network"},
+               "Network is unreachable": "nccl_network", "Connection refused": "nccl_network"},
     "ib": {"Cannot allocate memory": "memlock_limit", "Operation not permitted": "memlock_limit",
            "Bad address": "nccl_network", "No such device": "nccl_network", "Connection timed out": "nccl_network"},
 }
+
+# Readings above that are weak: the errno says nobody listened at the peer's address (an RST from a
+# live host: the path works), which a peer process that died or has not started gives as much as a
+# misrouted connection -- NCCL <= 2.17 'Connect to %s failed : Connection refused' after its refused
+# retries (include/socket.h connectAddress, misc/socket.cc ncclSocketConnect) (audit 7 M2).
+ERRNO_WEAK = {"socket": ["Connection refused"]}
 
 # Readings above that do not hold when the line names a call the mechanism does not govern
 # (regex on the line): ENOMEM reads as the memlock limit because ib_umem_get (Linux
@@ -209,6 +233,9 @@ def reading(path: str, fmt: str) -> dict:
     words = literal_text(fmt)
     sub, file_cause = next((s, c) for rx, s, c in FILE_RULES if re.search(rx, path))
     for rx, tsub, cause, why in TEXT_RULES:
+        if re.search(rx, words) and rx in APPLICATION_WORDING and not re.search(API_FILES, path):
+            return {"subsystem": sub, "cause": "context", "strength": "subsystem",
+                    "why": "NCCL's check of its own state or of the topology (an argument check's words outside the API files)"}
         if re.search(rx, words):
             strength = "subsystem" if rx in NAMES_ONLY_THE_SUBSYSTEM | PEER_FALLOUT else "specific"
             return {"subsystem": tsub or sub, "cause": cause, "strength": strength, "why": why}
@@ -305,6 +332,7 @@ def main(argv: list[str]) -> int:
         "file_rules": [{"path": rx, "subsystem": s, "cause": c} for rx, s, c in FILE_RULES],
         "errno_readings": ERRNO_READINGS,
         "errno_not_when": ERRNO_NOT_WHEN,
+        "errno_weak": ERRNO_WEAK,
         "async_event_readings": ASYNC_EVENT_READINGS,
         "cuda_readings": {"readings": CUDA_READINGS, "files": sorted(kernel_files), "why": CUDA_READINGS_WHY},
         "versions": {t: len(v) for t, v in per_version.items()},

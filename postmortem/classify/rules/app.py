@@ -91,7 +91,9 @@ class AppError(Rule):
         if not abort:
             return None
         crashed = stack_code.crashing(case.stacks, case.events)
-        return abort[0] if crashed and _assert_caller(crashed, _job_dirs(case)) is not None else None
+        # (a heap-state check also: some code of this process corrupted its heap -- a weak lean, audit 7 M10)
+        return (abort[0] if crashed and (_assert_caller(crashed, _job_dirs(case)) is not None or _heap_state_check(crashed))
+                else None)
 
     @staticmethod
     def _lines_with_a_cause(case: Case, k) -> set[tuple]:
@@ -157,9 +159,14 @@ class AppError(Rule):
         asserted = (_assert_caller(crashed, job_dirs) if crashed and signal in _param(SIGN.app_native_fault.id, "abort_signals")
                     else None)
         own = [asserted] if asserted else _own_frames(crashed.frames if crashed else (), job_dirs)
-        at_own = asserted is not None or (crashed is not None and _fault_site_is_own(crashed.frames, job_dirs))
+        aborted = signal in _param(SIGN.app_native_fault.id, "abort_signals")
+        # an abort is the job's own only through its assert's (or freed pointer's) caller, never by the site
+        at_own = asserted is not None or (not aborted and crashed is not None and _fault_site_is_own(crashed.frames, job_dirs))
         top = ", ".join(_frame_text(f) for f in (own or list(crashed.frames if crashed else ()))[:3])
         summary = f"{_who(e)} died of {signal}" + (f" in {top}" if top else "")
+        if aborted and asserted is None and crashed is not None and _heap_state_check(crashed):
+            summary += (" — glibc found its heap corrupted while serving an allocation: an earlier write past a"
+                        " chunk, by whatever code of the process made it")
         site = _fault_site(crashed.frames) if crashed and not at_own else None
         if site is not None and site.module and _library_module(site.module):
             # a library's own code faulted: its bug, or bad input the job handed it -- a lean, named
@@ -192,13 +199,16 @@ def _assert_caller(stack: Stack, job_dirs: tuple[str, ...] = ()) -> Frame | None
     the last __assert_fail* frame), or of the allocator call in which a heap check failed
     (malloc_printerr: "free(): double free detected in tcache 2", "free(): invalid pointer" --
     the frame after malloc_printerr and the allocator's own frames), when that caller is not in
-    the system or GPU runtime; None without such a frame."""
+    the system or GPU runtime; None without such a frame, and None for a check of the heap's
+    state run inside malloc ("malloc(): corrupted top size"), which finds an earlier overflow."""
     frames = list(stack.frames)
     names = _param(SIGN.app_native_fault.id, "assert_frames")
     hits = [i for i, f in enumerate(frames) if (f.function or "") in names]
     heap = _param(SIGN.app_native_fault.id, "heap_check_frames")
     checks = [i for i, f in enumerate(frames) if (f.function or "") in heap]
     if checks and (not hits or checks[-1] > hits[-1]):
+        if _heap_state_check(stack):
+            return None   # a check of the heap's state: the allocator's caller is a victim (audit 7 M10)
         allocator = set(_param(SIGN.app_native_fault.id, "allocator_frames"))
         i = checks[-1] + 1
         while i < len(frames) and (frames[i].function or "") in allocator:
@@ -210,6 +220,15 @@ def _assert_caller(stack: Stack, job_dirs: tuple[str, ...] = ()) -> Frame | None
     if _c_library_frame(caller) or (caller.module and not _own_module(caller.module, job_dirs)):
         return None   # glibc's own assertions (a mutex owner check ...) and a library's are not the job's
     return caller if caller.function else None
+
+
+def _heap_state_check(stack: Stack) -> bool:
+    """glibc aborted on a check of its heap's state, run inside an allocation (signals.toml
+    heap_state_frames: the function that called malloc_printerr)."""
+    frames = list(stack.frames)
+    checks = [i for i, f in enumerate(frames) if (f.function or "") in _param(SIGN.app_native_fault.id, "heap_check_frames")]
+    return bool(checks) and checks[-1] + 1 < len(frames) and (
+        frames[checks[-1] + 1].function in set(_param(SIGN.app_native_fault.id, "heap_state_frames")))
 
 
 def _own_frames(frames, job_dirs: tuple[str, ...] = ()) -> list[Frame]:

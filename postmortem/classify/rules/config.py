@@ -8,7 +8,7 @@ import re
 from postmortem import signals
 from postmortem import stacks as stacklib
 from postmortem.classify.counter_evidence import (_NETWORK_TEXT, _TEARDOWN, carries_another, effective_shm_size,
-                                                  enomem_events)
+                                                  enomem_events, memory_plentiful)
 from postmortem.classify.rules.app import _traceback_of
 from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, events_of, sign_finding
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
@@ -338,7 +338,11 @@ class CollectiveTimeout(Rule):
             signs.append(SIGN.timeout_progress_while_waiting)
             why.append(f"the log shows '{advancing[0].data.get('task', '').strip()}' still advancing while ranks waited")
         if not network and not dead and _transport_errors_visible(case, timeouts):
-            signs.append(SIGN.timeout_no_transport_error)
+            # An absence qualifies the straggler signs present; it is no independent observation of its
+            # own: a silent network stall (a pause storm, a port that stops forwarding) prints nothing
+            # either (audit 7 M12).  Alone it is the weak lean it always was.
+            if not signs:
+                signs.append(SIGN.timeout_no_transport_error)
             why.append("no transport error and no dead process in the bundle")
         if not signs:
             trace.append(f"{self.id}: timeouts with a transport error or a dead process beside them (the timeouts are"
@@ -684,8 +688,12 @@ class MeasuredLimit(Rule):
 
 
 class PidsLimitRefused(Rule):
-    """A pids cgroup that refused task creations (pids.events `max N`, N > 0) beside the job's own
-    EAGAIN from creating a thread or process: the limit that refused it, measured."""
+    """The job's own EAGAIN from creating a thread or process, beside the limit that refused it:
+    its pids cgroup's pids.events `max N` (N > 0), or the kernel's "fork rejected by pids
+    controller in <group>" for the job's group (the group whose pids files the bundle holds, or
+    one the job's own lines name: a container's id is its host name).  Both are the limit's own
+    account of the refusal the EAGAIN reports; the kernel line of another group (a login
+    session's fork bomb) says nothing of the job (audit 7 M14)."""
 
     id = "pids-limit-refused"
 
@@ -694,16 +702,50 @@ class PidsLimitRefused(Rule):
         if not said:
             return []
         hits = [f for f in case.facts if f.name == "cgroup.pids_max_hits" and isinstance(f.value, int) and f.value > 0]
-        if not hits:
-            return []
-        f = hits[0]
-        limit = next((g for g in case.facts if g.name == "cgroup.pids_max"), None)
-        trace.append(f"{self.id}: pids.events max {f.value} ({f.ref.describe()}) beside {said[0].ref.describe()}")
-        return [sign_finding(k, SIGN.limits_pids_refused, self.id,
-                             f"the job's pids cgroup refused {f.value} task creation(s) ({f.ref.describe()})"
-                             + (f" at its limit of {limit.value} tasks ({limit.ref.describe()})" if limit else "")
-                             + f": threads and processes count against it ({said[0].ref.describe()})",
-                             said[:2], "pids", extra_refs=(f.ref,) + ((limit.ref,) if limit else ()))]
+        if hits:
+            f = hits[0]
+            limit = next((g for g in case.facts if g.name == "cgroup.pids_max"), None)
+            trace.append(f"{self.id}: pids.events max {f.value} ({f.ref.describe()}) beside {said[0].ref.describe()}")
+            return [sign_finding(k, SIGN.limits_pids_refused, self.id,
+                                 f"the job's pids cgroup refused {f.value} task creation(s) ({f.ref.describe()})"
+                                 + (f" at its limit of {limit.value} tasks ({limit.ref.describe()})" if limit else "")
+                                 + f": threads and processes count against it ({said[0].ref.describe()})",
+                                 said[:2], "pids", extra_refs=(f.ref,) + ((limit.ref,) if limit else ()))]
+        for e in events_of(case, {KIND.kernel_line}):
+            m = _PIDS_REJECTED.search(e.text)
+            if not m:
+                continue
+            if not _the_jobs_group(m.group("group"), case):
+                trace.append(f"{self.id}: {e.ref.describe()} names pids group {m.group('group')}, not shown to be "
+                             "the job's: it does not say which limit refused the job's task creation")
+                continue
+            trace.append(f"{self.id}: {e.ref.describe()} (the job's pids group) beside {said[0].ref.describe()}")
+            return [sign_finding(k, SIGN.limits_pids_refused, self.id,
+                                 f"the kernel's pids controller refused a task creation in the job's group "
+                                 f"{m.group('group')} ({e.ref.describe()}): threads and processes count against "
+                                 f"its limit ({said[0].ref.describe()})", [said[0], e], "pids")]
+        return []
+
+
+# kernel/cgroup/pids.c pids_event: "cgroup: fork rejected by pids controller in " + the group's path
+_PIDS_REJECTED = re.compile(r"fork rejected by pids controller in (?P<group>/\S*)")
+# a container's cgroup leaf (docker-<id>.scope, cri-containerd-<id>.scope, crio-<id>, /docker/<id>): its id
+_CONTAINER_ID = re.compile(r"(?:^|[-/])(?P<id>[0-9a-f]{12})[0-9a-f]{0,52}(?:\.scope)?$")
+
+
+def _the_jobs_group(group: str, case: Case) -> bool:
+    """Is a pids group the job's?  Yes when the bundle holds that group's pids files, or the job's own
+    (non-kernel) lines name its leaf, or its container id (a container's host name is the id's first
+    12 hex digits, as NCCL and the launcher print it)."""
+    if any(f.name == "cgroup.pids_group" and isinstance(f.value, str) and f.value != "/"
+           and (group == f.value or group.endswith(f.value) or f.value.endswith(group)) for f in case.facts):
+        return True
+    leaf = group.rstrip("/").rsplit("/", 1)[-1]
+    m = _CONTAINER_ID.search(leaf)
+    names = {m.group("id")} if m else ({leaf} if leaf and not leaf.endswith((".scope", ".slice")) else set())
+    kernel = produced_by("parser:kernel")
+    return any(e.kind not in kernel and (e.host in names or any(n in e.text for n in names))
+               for e in case.events if names)
 
 
 class EnomemUnderMemlock(Rule):
@@ -807,6 +849,13 @@ class ForkEnomem(Rule):
             # the innermost frames (the raise site and its caller): where the call failed
             inner = [f"{f.file or ''} {f.function or ''}" for f in (stack.frames[:2] if stack else ())]
             if any(p.search(t) for p in frames for t in inner):
+                free = memory_plentiful(case)
+                if free:
+                    # fork(2) also answers ENOMEM with RAM free: a commit limit the parent's size exceeds
+                    # (vm.overcommit_memory=2), a pid namespace whose init exited (fork.2) -- audit 7 M9
+                    trace.append(f"{self.id}: ENOMEM raised by a fork at {e.ref.describe()}, but {free[1]}: "
+                                 "a commit limit or the pid namespace refused it, not the host's memory")
+                    return []
                 trace.append(f"{self.id}: ENOMEM raised by a fork at {e.ref.describe()}")
                 return [sign_finding(k, SIGN.mem_fork_enomem, self.id,
                                      "a fork failed with ENOMEM: the kernel could not commit memory for the child "
