@@ -701,10 +701,22 @@ class PidsLimitRefused(Rule):
         said = events_of(case, set(SIGN.limits_pids_refused.params["beside"]))
         if not said:
             return []
-        hits = [f for f in case.facts if f.name == "cgroup.pids_max_hits" and isinstance(f.value, int) and f.value > 0]
+        counts = [f for f in case.facts if f.name == "cgroup.pids_max_hits" and isinstance(f.value, int)]
+        hits = [f for f in counts if f.value > 0]
+        groups = {f: _pids_group_of(f, case) for f in counts}
+        if len(set(groups.values())) > 1:
+            # A listing of several groups (grep -H over /sys/fs/cgroup/pids/*): a refusal counts only in
+            # the job's group -- one its own lines name (audit 8 M1: a CI runner's 'max 1' beside the
+            # job's 'max 0' is no refusal of the job's)
+            named = [f for f in hits if groups[f] and _named_leaf(groups[f], case)]
+            if hits and not named:
+                trace.append(f"{self.id}: the bundle lists {len(set(groups.values()))} pids groups and none the job's "
+                             f"lines name: {hits[0].ref.describe()}'s refusals are not shown to be the job's")
+            hits = named
         if hits:
             f = hits[0]
-            limit = next((g for g in case.facts if g.name == "cgroup.pids_max"), None)
+            limit = next((g for g in case.facts if g.name == "cgroup.pids_max"
+                          and _pids_group_of(g, case) == groups[f]), None)
             trace.append(f"{self.id}: pids.events max {f.value} ({f.ref.describe()}) beside {said[0].ref.describe()}")
             return [sign_finding(k, SIGN.limits_pids_refused, self.id,
                                  f"the job's pids cgroup refused {f.value} task creation(s) ({f.ref.describe()})"
@@ -731,6 +743,25 @@ class PidsLimitRefused(Rule):
 _PIDS_REJECTED = re.compile(r"fork rejected by pids controller in (?P<group>/\S*)")
 # a container's cgroup leaf (docker-<id>.scope, cri-containerd-<id>.scope, crio-<id>, /docker/<id>): its id
 _CONTAINER_ID = re.compile(r"(?:^|[-/])(?P<id>[0-9a-f]{12})[0-9a-f]{0,52}(?:\.scope)?$")
+
+
+def _pids_group_of(fact, case: Case) -> str:
+    """The pids group a pids file's value belongs to: the nearest cgroup.pids_group fact at or above
+    its line in the same file (the value's own grep -H line, or the header above it)."""
+    above = [g for g in case.facts if g.name == "cgroup.pids_group" and g.ref.path == fact.ref.path
+             and g.ref.line is not None and fact.ref.line is not None and g.ref.line <= fact.ref.line]
+    return str(max(above, key=lambda g: g.ref.line).value) if above else ""
+
+
+def _named_leaf(group: str, case: Case) -> bool:
+    """The group's leaf (a container id, a job's folder) on a line of the job's own files."""
+    leaf = group.rstrip("/").rsplit("/", 1)[-1]
+    if len(leaf) < 4:
+        return False
+    kernel = produced_by("parser:kernel")
+    skip = {g.ref.path for g in case.facts if g.name.startswith("cgroup.")}
+    return any(e.kind not in kernel and e.ref.path not in skip and (leaf in e.text or e.host == leaf)
+               for e in case.events)
 
 
 def _the_jobs_group(group: str, case: Case) -> bool:

@@ -195,7 +195,7 @@ class CgroupHeldBack(Rule):
         if not hang:
             return []
         out = []
-        frozen = next((f for f in facts if f.name == "cgroup.frozen" and f.value is True), None)
+        frozen = _job_frozen(case, facts, self.id, trace)
         if frozen is not None:
             trace.append(f"{self.id}: a cgroup of the job was frozen ({frozen.ref.describe()}) beside {hang[0].ref.describe()}")
             out.append(sign_finding(k, SIGN.cgroup_frozen_during_hang, self.id,
@@ -217,6 +217,51 @@ class CgroupHeldBack(Rule):
                                     f"others waited in a collective until the timeout ({hang[0].ref.describe()})",
                                     hang[:2], "throttled", extra_refs=(throttled[0].ref,)))
         return out
+
+
+def _job_frozen(case, facts, rule: str, trace: list[str]):
+    """The frozen reading of the JOB's group, or None (audit 8 H4).  A freezer listing can show
+    any group of the host: a frozen one is the job's only when the job's own lines name it, or
+    when no group of the listing is thawed (one group `cat`, or a ps row of a frozen task); a
+    group the job's lines name that is THAWED, or a thawed group beside the frozen one with
+    neither named, leaves the job's state unknown."""
+    states = [f for f in facts if f.name == "cgroup.frozen"]
+    frozen = [f for f in states if f.value is True]
+    if not frozen:
+        return None
+    groups = {f: _group(f) for f in states}
+    files = {f.ref.path for f in states}
+    named = {g for g in set(groups.values()) if g and _named_by_job(case, g.rsplit("/", 1)[-1], files)}
+    if named:
+        mine = [f for f in states if groups[f] in named]
+        hit = next((f for f in mine if f.value is True), None)
+        if hit is None:
+            trace.append(f"{rule}: the job's group ({', '.join(sorted(named))}) is not frozen; another group's "
+                         f"state ({frozen[0].ref.describe()}) is not the job's")
+        return hit
+    thawed = [f for f in states if f.value is False]
+    if thawed:
+        trace.append(f"{rule}: the listing shows a thawed group ({thawed[0].ref.describe()}) beside the frozen one "
+                     f"({frozen[0].ref.describe()}) and no line of the job names either: which is the job's is not known")
+        return None
+    return frozen[0]
+
+
+# parsers/cgroup_state.py names a freezer state's group in its text: "FROZEN in /sys/fs/cgroup/freezer/job"
+_GROUP_TEXT = re.compile(r" in (?P<group>/\S+)$")
+
+
+def _group(f) -> str:
+    m = _GROUP_TEXT.search(f.text or "")
+    return m.group("group") if m else ""
+
+
+def _named_by_job(case, name: str, skip: set[str]) -> bool:
+    """A group's folder name (a container id, a job's slice) on a line of the bundle outside the
+    cgroup listings themselves."""
+    if len(name) < 4:
+        return False
+    return any(name in (e.text or "") for e in case.events if e.ref.path not in skip)
 
 
 def _fact_number(facts, name: str):
