@@ -297,7 +297,7 @@ def _unlinked(findings, case: Case | None = None) -> bool:
     from postmortem.classify.rules.catalog import _readings
     unlinked = set(_readings()["fallout"]["unlinked_signals"])
     if case is not None and not oom_kill_hit_the_job(case):
-        unlinked |= _KILL_READINGS
+        unlinked |= _KILL_READINGS | set(_readings()["fallout"]["victim_signals"])
     return bool(findings) and all(f.signal in unlinked for f in findings)
 
 

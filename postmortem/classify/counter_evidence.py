@@ -167,9 +167,14 @@ def oom_kill_hit_the_job(case: Case) -> bool:
     victims = {e.pid for e in events_of(case, _OOM_KILLS) if e.pid is not None}
     if victims & {e.pid for e in case.events if e.pid is not None and e.ref.path not in kernel_files}:
         return True
-    return any(_SIGKILL.search(e.text) or str(e.data.get("exitcode", "")) == "-9"
+    # (a death record whose only word is the OOM report itself -- srun's "task N: Out Of Memory",
+    # printed for pipelines that completed -- shows no process dying: audit 8 H2)
+    return any(_KILLED.search(e.text) or str(e.data.get("exitcode", "")) == "-9"
                or str(e.data.get("signal", "")).upper() in ("SIGKILL", "KILLED")
                for e in events_of(case, _DEATH_KINDS) if e.ref.path not in kernel_files)
+
+
+_KILLED = re.compile(r"SIGKILL|\bKilled\b|\bsignal 9\b|exitcode: -9\b")
 
 
 def _same_process_as(e: Event, survivors: list[Event], other_exceptions: bool) -> bool:
