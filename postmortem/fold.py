@@ -35,6 +35,7 @@ from postmortem.model import Event, Severity
 FOLDED = "folded"              # data: how many other events this one stands for
 MEMBERS = "fold_members"       # data: their (path, line, host, pid, tid, rank), a tuple (not in the JSON)
 MAX_PIDS = 64                  # as NcclParser's _MAX_LISTED
+KIND = "nccl.info"             # the only kind that folds (so the only one that carries MEMBERS)
 _PLAIN_KEYS = frozenset(("msg", "dev", "count", "pids"))
 _FOLD_KEYS = _PLAIN_KEYS | {FOLDED, MEMBERS}
 # Numbers and hex ids masked, as NcclParser._about's shape (the parser's own key for a plain message).
@@ -54,7 +55,7 @@ def _shape(msg: str) -> str:
 
 def foldable(e: Event) -> bool:
     """A plain NCCL INFO event whose copies say nothing a rule reads."""
-    if e.kind != "nccl.info" or e.severity is not Severity.INFO or e.stamp is not None or e.rank is not None \
+    if e.kind != KIND or e.severity is not Severity.INFO or e.stamp is not None or e.rank is not None \
             or e.when is not None:
         return False
     keys = e.data.keys()

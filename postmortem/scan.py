@@ -32,10 +32,10 @@ from typing import Iterable, Iterator
 
 from postmortem import bundle, fold, knowledge
 from postmortem.budget import Meter
-from postmortem.parsers import _SEEN_CAP, TextResult, _feed, _instances, _is_busy, _offer, _safely, _wants
+from postmortem.parsers import _SEEN_CAP, TextResult, _feed, _instances, _is_busy, _note, _offer, _safely, _wants
 from postmortem.parsers.base import Line, LineParser, Sink
 from postmortem.parsers.messages import MessageMatcher
-from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain, plain_shape
+from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain, info_parts, plain_shape
 from postmortem.parsers.wrappers import clean, strip
 
 # Artifacts at least this big go through the scanning stage; smaller ones line by line.
@@ -65,6 +65,21 @@ _LEADING_STAMP = re.compile(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\] ", 
 # The same stamp after a newline: searched with its literal `\n[` first (`^` with re.M is
 # tried at every byte); with a match of _LEADING_STAMP at 0 it finds what that search finds.
 _STAMP_AFTER_NEWLINE = re.compile(rb"\n\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\] ")
+
+
+# Line shape (see _Reader.kind) -> nccl.info_parts of its lines: the same for every rank's copy,
+# whose text after the `host:pid:tid ` prefix is the same.
+_PARTS: dict[str, tuple | None] = {}
+_UNREAD = object()
+
+
+def _feed_info(sink: Sink, nccl: NcclParser, line: Line, thread: tuple, parts: tuple) -> bool:
+    """parsers._feed for NcclParser.feed_info (a parser bug costs one line and a note)."""
+    try:
+        return nccl.feed_info(line, thread, parts)
+    except Exception as exc:  # noqa: BLE001
+        _note(sink, nccl, f"{line.path}:{line.no}", exc)
+        return False
 
 
 def _index(items: list[str], item: str, start: int) -> int | None:
@@ -208,7 +223,7 @@ class _Reader:
         self.repeated = 0
         self.heads: dict[str, tuple[str, tuple]] = {}  # see kind
         self.last_head: tuple[str, tuple] | None = None
-        self.kinds: dict[str | bytes, tuple[int, tuple | None]] = {}  # by the keys of _counted
+        self.kinds: dict[str | bytes, tuple[int, tuple | None, str | None]] = {}  # by the keys of _counted
         self.targets: dict[str | bytes, list] = {}  # routine line -> what its repeats add to
         # Classes shared with the bundle's other files, unless a parser wants this file's
         # lines whatever they say (ClockParser on clock.json): then its classes are its own.
@@ -229,26 +244,34 @@ class _Reader:
             self.used.add(self.matcher.name)
         return claimed_by
 
-    def quick(self, raw: str, no: int, kind: int, thread: tuple | None = None):
+    def quick(self, raw: str, no: int, kind: int, thread: tuple | None = None, shape: str | None = None):
         """`one` for a routine or context line while no parser is inside a block: its class
         says what `one` would find (the line is not wrapped, only the NCCL parser wants a
         routine line, no parser wants a context line), so the wrapper strip and the other
         parsers' prefilters are skipped."""
+        parts = None
+        if thread is not None and shape is not None:  # the prefix read once per line shape (nccl.info_parts)
+            parts = _PARTS.get(shape, _UNREAD)
+            if parts is _UNREAD:
+                if len(_PARTS) >= _KINDS_CAP:
+                    _PARTS.clear()
+                parts = _PARTS[shape] = info_parts(raw, thread)
+        if kind == PLAIN and thread is not None and self.early is not None \
+                and self.nccl.fold_copy(self.path, no, raw, self.host, thread, parts):
+            self.used.add(self.nccl.name)  # a plain copy of another file's INFO line: deferred (fold.AsRead)
+            return self.nccl
         line = Line(self.path, no, raw, raw, self.host)
         claimed = None
         if kind == ROUTINE or kind == QUIET or kind == PLAIN:
             nccl = self.nccl
-            if kind == PLAIN and thread is not None and self.early is not None and nccl.fold_copy(line, thread):
-                self.used.add(nccl.name)  # a plain copy of another file's INFO line: deferred (fold.AsRead)
-                return nccl
-            if _feed(self.sink, nccl, line):
+            if _feed(self.sink, nccl, line) if parts is None else _feed_info(self.sink, nccl, line, thread, parts):
                 self.used.add(nccl.name)
                 if self.nccl_blocks and _is_busy(self.sink, nccl):
                     self.in_block[:] = [nccl]
                 claimed = nccl
             else:
                 self.unclaimed += 1
-        if kind != QUIET and kind != PLAIN and self.matcher.feed(line):  # a routine line may carry a context message (a version)
+        if kind != QUIET and kind != PLAIN and self.matcher.feed(line, shape):  # a routine line may carry a context message (a version)
             self.used.add(self.matcher.name)
         return claimed
 
@@ -267,8 +290,10 @@ class _Reader:
 
     # -- distinct lines ---------------------------------------------------------------------
 
-    def kind(self, raw: str) -> tuple[int, tuple | None]:
-        """The class of a distinct line, and for a routine NCCL line its thread (host, pid, tid).
+    def kind(self, raw: str) -> tuple[int, tuple | None, str | None]:
+        """The class of a distinct line, for a routine NCCL line its thread (host, pid, tid), and
+        the line's shape when it has a `host:pid:tid` prefix (its digits masked: the key of
+        `shared`, and of the message matcher's candidates, MessageMatcher.candidates).
 
         Ranks print the same lines behind their own `host:pid:tid`: a class found for one
         rank's line is reused for another's when the lines differ only in the digits of
@@ -276,14 +301,14 @@ class _Reader:
         the file's name).  A routine line's thread is still read from its own prefix."""
         shared = self.shared
         if shared is None:
-            return self.classify(raw)
+            return self.classify(raw) + (None,)
         last = self.last_head  # most lines of a file have the previous line's prefix: no regex then
         if last is not None and raw.startswith(last[0]):  # `host:pid:tid `, the whole of _THREAD's match
             prefix, known = last
         else:
             head = _THREAD.match(raw)
             if head is None:
-                return self.classify(raw)
+                return self.classify(raw) + (None,)
             prefix = head[0]
             heads = self.heads  # a file has a few threads: each prefix masked and split once
             known = heads.get(prefix)
@@ -299,10 +324,10 @@ class _Reader:
             got = self.classify(raw)
             if len(shared) < _KINDS_CAP:
                 shared[key] = got[0]
-            return got
+            return got + (key,)
         if got != ROUTINE and got != QUIET and got != PLAIN:
-            return got, None
-        return got, known[1]
+            return got, None, key
+        return got, known[1], key
 
     def classify(self, raw: str) -> tuple[int, tuple | None]:
         text, rank, wrapped_host, stamp = strip(raw)
@@ -381,7 +406,7 @@ class _Reader:
                     break
                 i = todo[t]
             key = keys[i]
-            kind, thread = kinds[key]
+            kind, thread, shape = kinds[key]
             if kind == QUIET or kind == PLAIN or kind == ROUTINE or kind == CONTEXT:
                 if key in targets and not self.in_block and thread not in nccl._chains \
                         and thread not in nccl._last_warn:
@@ -391,7 +416,7 @@ class _Reader:
                 nccl.repeat_target = None
                 matcher.repeat_targets = []
                 claimed = self.one(lines[i], base + i + 1) if self.in_block else \
-                    self.quick(lines[i], base + i + 1, kind, thread)
+                    self.quick(lines[i], base + i + 1, kind, thread, shape)
                 if key in targets:
                     pass
                 elif kind == CONTEXT or claimed is nccl:
@@ -443,9 +468,9 @@ class _Reader:
             _safely(self.sink, p, p.finish)
         if self.early is not None:  # plain INFO copies folded into earlier files' events (fold.AsRead)
             nccl = self.nccl
-            kept = self.early.file_done(self.sink.events, [(line.path, line.no, where["host"], where["pid"],
-                                                            where["tid"], line.rank, shape, data)
-                                                           for _, line, where, shape, data in nccl.deferred])
+            kept = self.early.file_done(self.sink.events, [(place[0], place[1], where["host"], where["pid"],
+                                                            where["tid"], place[5], shape, data)
+                                                           for _, place, where, shape, data in nccl.deferred])
             if kept is None:
                 nccl.materialize()
             else:

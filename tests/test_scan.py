@@ -192,3 +192,39 @@ def test_counted_pieces_are_the_lines_split_lines_gives(data):
     assert all(counts[key] == keys.count(key) for key in counts)
     if b"] a" in data:  # stamped: the two `a` lines are one key
         assert max(counts.values()) == 2
+
+
+def test_message_candidates_per_shape_follow_keywords_with_digits():
+    """MessageMatcher.candidates remembers, per line shape (scan.py masks the digits of a
+    `host:pid:tid ` prefix), the messages whose keywords occur in the line; a keyword with a
+    digit can occur in one rank's copy and not in another's of the same shape, so those
+    messages are tried on every line.  Fed with and without the shape, alike."""
+    from types import SimpleNamespace
+
+    from postmortem.parsers.base import Line, Sink
+    from postmortem.parsers.messages import MessageMatcher
+
+    def message(id_, keywords, pattern, role="context"):
+        return SimpleNamespace(id=id_, keywords=tuple(keywords), regex=re.compile(pattern), role=role,
+                               severity="info")
+
+    k = SimpleNamespace(messages=(
+        message("host_digit", ["node17:"], r"node17:\d+:\d+ .*up"),                  # a digit keyword in the prefix
+        message("plain_word", ["link up"], r"link up (?P<port>\w+)"),
+        message("causal", ["failed"], r"(?P<what>\w+) failed", role="root"),
+    ))
+    shape_of = {}
+    texts = ["node18:100:7 link up ib0", "node17:100:7 link up ib0", "node17:200:9 link up ib0",
+             "node27:100:7 send failed", "node17:100:7 send failed", "node99:1:1 nothing here"]
+    for text in texts:
+        head = scan._THREAD.match(text)[0]
+        shape_of[text] = head.translate(scan._DIGITS) + text[len(head):]
+    assert shape_of[texts[0]] == shape_of[texts[1]] == shape_of[texts[2]]
+    with_shape, without = Sink(), Sink()
+    fast, slow = MessageMatcher("f.log", with_shape, k), MessageMatcher("f.log", without, k)
+    for no, text in enumerate(texts * 2, 1):
+        line = Line("f.log", no, text, text, "h")
+        assert fast.feed(line, shape_of[text]) == slow.feed(line)
+    assert [(e.kind, e.ref, dict(e.data)) for e in with_shape.events] == \
+           [(e.kind, e.ref, dict(e.data)) for e in without.events]
+    assert {e.kind for e in with_shape.events} == {"msg.host_digit", "msg.plain_word", "msg.causal"}

@@ -297,7 +297,7 @@ def _unlinked(findings, case: Case | None = None) -> bool:
     from postmortem.classify.rules.catalog import _readings
     unlinked = set(_readings()["fallout"]["unlinked_signals"])
     if case is not None and not oom_kill_hit_the_job(case):
-        unlinked |= _KILL_READINGS
+        unlinked |= _KILL_READINGS | set(_readings()["fallout"]["victim_signals"])
     return bool(findings) and all(f.signal in unlinked for f in findings)
 
 
@@ -365,11 +365,14 @@ def _pick_root(by_cause, scores, k, trace, case: Case | None = None) -> str | No
                                     any(o in k.causes[c].explains for o in able if o != c), scores[c]))
     # A cause with no time at all (a snapshot's counters: nvidia-smi's volatile ECC counts span
     # every job since the driver loaded) takes no root by its category's precedence from a cause
-    # whose signs are timed lines of this failure (audit 7 H1).
-    timed = [c for c in able if spans[c]]
+    # whose signs are timed lines of this failure (audit 7 H1), nor -- when it is no line of any
+    # failure either (a snapshot: findings citing no event) -- from a cause whose signs are lines
+    # of the job's own files with no time (plain Python stderr, audit 8 H8).
+    timed = [c for c in able if spans[c] or (_snapshot_only(by_cause[pick]) and not _snapshot_only(by_cause[c]))]
     rank = PRECEDENCE[k.causes[pick].category]
     if not spans[pick] and any(PRECEDENCE[k.causes[c].category] < rank for c in timed):
-        trace.append(f"resolve: {pick} carries no time: it takes no root by precedence over {', '.join(timed)}")
+        trace.append(f"resolve: {pick} carries no time{' and reads no line of a failure' if _snapshot_only(by_cause[pick]) else ''}:"
+                     f" it takes no root by precedence over {', '.join(timed)}")
         pick = max(timed, key=lambda c: (PRECEDENCE[k.causes[c].category], scores[c]))
         if pick != best:
             trace.append(f"resolve: root is {pick}")
@@ -377,6 +380,12 @@ def _pick_root(by_cause, scores, k, trace, case: Case | None = None) -> str | No
     if pick != best:
         trace.append(f"resolve: no common clock; {pick} ({k.causes[pick].category}) explains {best}: root is {pick}")
     return pick
+
+
+def _snapshot_only(findings) -> bool:
+    """Every finding reads measured state only (no event line of any failure: nvidia-smi's
+    counters, a cgroup file), so nothing places it in this failure."""
+    return bool(findings) and all(f.first_seq is None for f in findings)
 
 
 def _after(f: Finding, root: Finding) -> bool:

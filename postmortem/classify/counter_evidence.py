@@ -137,8 +137,16 @@ def death_mismatch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple
     # A survivor's "connection closed / timed out" is the fallout of a peer's death, not a death of its own
     # cause (crashed_peer reads it so); neither is an exception that only carries another process's.
     deaths = [e for e in events_of(case, _DEATH_KINDS) if e.ref.path not in kernel_files
-              and not str(e.data.get("signal", "")).upper().endswith("SIGTERM")
-              and not (e.kind == KIND.py_exception and (_NETWORK_TEXT.search(e.text) or carries_another(e)))]
+              and not str(e.data.get("signal", "")).upper().endswith("SIGTERM")]
+    survivors = [e for e in deaths if e.kind == KIND.py_exception
+                 and (_NETWORK_TEXT.search(e.text) or carries_another(e) or _peer_end(e))]
+    deaths = [e for e in deaths if e not in survivors]
+    # Exit code 1 is how Python exits on an uncaught exception: a launcher's record of it (torchrun's
+    # "failed (exitcode: 1) ... (pid: N)", its Root Cause table) is the same death as that process's
+    # exception -- a survivor's exit when the exception was the peer's fallout (audit 8 H11).
+    own = [e for e in deaths if e.kind == KIND.py_exception]
+    deaths = [e for e in deaths if not (e.kind != KIND.py_exception and str(e.data.get("exitcode", "")) == "1"
+                                        and _same_process_as(e, survivors, bool(own)))]
     if not deaths:
         return {}
     if any(_SIGKILL.search(e.text) or str(e.data.get("exitcode", "")) == "-9"
@@ -159,9 +167,24 @@ def oom_kill_hit_the_job(case: Case) -> bool:
     victims = {e.pid for e in events_of(case, _OOM_KILLS) if e.pid is not None}
     if victims & {e.pid for e in case.events if e.pid is not None and e.ref.path not in kernel_files}:
         return True
-    return any(_SIGKILL.search(e.text) or str(e.data.get("exitcode", "")) == "-9"
+    # (a death record whose only word is the OOM report itself -- srun's "task N: Out Of Memory",
+    # printed for pipelines that completed -- shows no process dying: audit 8 H2)
+    return any(_KILLED.search(e.text) or str(e.data.get("exitcode", "")) == "-9"
                or str(e.data.get("signal", "")).upper() in ("SIGKILL", "KILLED")
                for e in events_of(case, _DEATH_KINDS) if e.ref.path not in kernel_files)
+
+
+_KILLED = re.compile(r"SIGKILL|\bKilled\b|\bsignal 9\b|exitcode: -9\b")
+
+
+def _same_process_as(e: Event, survivors: list[Event], other_exceptions: bool) -> bool:
+    """The exit record is one of these survivors' (same pid, else same rank); a record naming
+    neither is theirs when the bundle shows no other process raising."""
+    if e.pid is not None:
+        return any(s.pid == e.pid for s in survivors)
+    if e.rank is not None:
+        return any(s.rank == e.rank for s in survivors)
+    return bool(survivors) and not other_exceptions
 
 
 # Deaths that are teardown, not a cause: the launcher's SIGTERM, NCCL's own abort.
@@ -185,6 +208,18 @@ def _teardown_signal_exception(e: Event) -> bool:
     return bool(m) and signals.name_of(m.group("sig")) in _TEARDOWN
 
 
+# EPIPE / ECONNRESET: the other end of a pipe or socket went away -- the writer's exception reports
+# the reader's death (a peer, the job's own child), no fault of its own; except a write to the job's
+# own output (print into `| head`: rules/app.py _writes_own_output), which is the job's side (audit 8 H6).
+_PEER_END_TYPES = re.compile(r"(?:^|\.)(?:BrokenPipe|ConnectionReset|ConnectionAborted)Error$")
+
+
+def _peer_end(e: Event) -> bool:
+    from postmortem.classify.rules.app import _writes_own_output  # rules import this module
+
+    return bool(_PEER_END_TYPES.search(str(e.data.get("type") or ""))) and not _writes_own_output(e)
+
+
 def carries_another(e: Event) -> bool:
     return bool(_CARRIES_ANOTHER.search(str(e.data.get("type") or "")))
 
@@ -192,14 +227,22 @@ def carries_another(e: Event) -> bool:
 def crashed_peer(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
     """Connection errors are what a process's peers see when it dies.  When the bundle
     shows one of the job's processes dying of a fault (SIGSEGV, SIGBUS ...) or of an
-    exception that is not itself a communication error, the network is the messenger."""
+    exception that is not itself a communication error, the network is the messenger.  An
+    exception a handler raised while the process's own failure propagated is no death of its
+    own (audit 8 H1: it would discount the very failure it follows)."""
+    from postmortem.classify.rules.base import handler_fallout  # rules import this module
+
+    handlers = handler_fallout(case)
     for e in events_of(case, (_SIGNAL_DEATHS - _KERNEL_KINDS) | {KIND.py_exception}):
+        if (e.ref.path, e.ref.line) in handlers:
+            continue
         # (not the kernel log: it keeps every crash since boot, most of them someone else's)
         if e.kind in _SIGNAL_DEATHS and e.kind not in _KERNEL_KINDS:
             name = signals.name_of(e.data.get("signal")) or signals.of_exitcode(e.data.get("exitcode"))
             if name and name not in _TEARDOWN:
                 return _peer_reason(e, name, trace)
-        elif e.kind == KIND.py_exception and not _NETWORK_TEXT.search(e.text) and not carries_another(e):
+        elif e.kind == KIND.py_exception and not _NETWORK_TEXT.search(e.text) and not carries_another(e) \
+                and not _peer_end(e):
             if _teardown_signal_exception(e):
                 continue
             return _peer_reason(e, str(e.data.get("type") or "an exception"), trace)
@@ -235,10 +278,11 @@ def measured_state_against(case: Case, trace: list[str]) -> dict[str, tuple[floa
             break
     out.update(cgroup_no_oom_kill(case, trace))
     out.update(enomem_with_memory_free(case, trace))
-    for e in events_of(case, {KIND.msg_fm_no_nvswitch})[:1]:
+    for e in events_of(case, {KIND.msg_fm_no_nvswitch})[:1 if not _fabric_needed(case) else 0]:
         reason = (f"Fabric Manager found no NVSwitch to manage ({e.ref.describe()}: NV_WARN_NOTHING_TO_DO): "
                   "the host has no NVSwitch fabric, so no NVLS or Fabric Manager failure")
         out.update(_against(COUNTER.fm_no_nvswitch, reason, trace))
+    out.update(thermal_unplaced(case, trace))
     out.update(gpus_without_nvswitch(case, trace))
     for f in _facts(case, "env.NCCL_P2P_DISABLE"):
         if str(f.value).strip() == "1":
@@ -246,6 +290,25 @@ def measured_state_against(case: Case, trace: list[str]) -> dict[str, tuple[floa
             out.update(_against(COUNTER.p2p_disabled, reason, trace))
             break
     return out
+
+
+# CUDA's own word that the fabric is needed and not up: cudaErrorSystemNotReady (802, "system not
+# yet initialized"); an SXM/HGX board in nvidia-smi sits on an NVSwitch baseboard.
+_FABRIC_NEEDED = re.compile(r"system not yet initialized|SystemNotReady|SYSTEM_NOT_READY")
+_SXM_BOARD = re.compile(r"SXM|HGX|DGX|\bGB200\b|\bB200\b|\bB100\b")
+
+
+def _fabric_needed(case: Case) -> bool:
+    """Something in the bundle says the host needs its NVSwitch fabric (audit 8 M5): then Fabric
+    Manager's NV_WARN_NOTHING_TO_DO is no 'no NVSwitch here' -- on NVLink5 systems (HGX/DGX B200,
+    B100) FM started without NVLSM fails with exactly that warning, the NVSwitches stay
+    uninitialized and CUDA returns cudaErrorSystemNotReady (NVIDIA Fabric Manager user guide, as
+    quoted in siderolabs/extensions#717; NVIDIA/gpu-operator#2781)."""
+    if any(_FABRIC_NEEDED.search(e.text or "") for e in events_of(case, {KIND.msg_cuda_system_not_ready})):
+        return True
+    if any(_FABRIC_NEEDED.search(e.text or "") for e in case.events if e.kind == KIND.py_exception):
+        return True
+    return any(re.fullmatch(r"gpu\.\d+\.name", f.name) and _SXM_BOARD.search(str(f.value)) for f in case.facts)
 
 
 def gpus_without_nvswitch(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
@@ -327,3 +390,19 @@ def enomem_with_memory_free(case: Case, trace: list[str]) -> dict[str, tuple[flo
         return {}
     free = memory_plentiful(case)
     return _against(COUNTER.enomem_with_memory_free, free[1], trace) if free else {}
+
+
+def thermal_unplaced(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """A GPU fell off the bus and the bundle shows a thermal slowdown it cannot place (no GPU
+    named, or no time before the loss): NVIDIA lists a thermal issue among the causes of Xid 79,
+    so the bus loss's own root stays open -- neither read as the thermal event's consequence
+    (audit 8 H3) nor claimed as if the reading were not there."""
+    from postmortem.classify.rules.hardware import thermal_before_loss  # rules import this module
+
+    lost, hot, placed = thermal_before_loss(case)
+    if not lost or not hot or placed:
+        return {}
+    reason = (f"a thermal slowdown is in the bundle ({hot[0].ref.describe()}: {' '.join(hot[0].text.split())[:80]}) "
+              "but names no lost GPU or no time before the loss: whether the GPU overheated before it fell off "
+              "the bus is not known (a thermal issue is among Xid 79's causes)")
+    return _against(COUNTER.thermal_unplaced, reason, trace)

@@ -166,6 +166,14 @@ class _Deferred:
         if self._real is not None:
             return self._real.wants(line)
         text = line.text
+        if not text:  # asked of every artifact (scan.py): the answer depends on the patterns alone
+            blank = self._patterns.blank
+            if blank is None:
+                blank = self._patterns.blank = self._wants_text(text)
+            return blank
+        return self._wants_text(text)
+
+    def _wants_text(self, text: str) -> bool:
         gates = self._gates
         if gates is None:
             gates = self._gates = self._patterns.gates()
@@ -190,10 +198,11 @@ class _Patterns:
     milliseconds), and its prefilter compiled the first time a line passes the gates (the
     big prefilters are the ones behind gates)."""
 
-    __slots__ = ("_gates", "_prefilter", "_spec", "_entry")
+    __slots__ = ("_gates", "_prefilter", "_spec", "_entry", "blank")
 
     def __init__(self, entry: dict) -> None:
         self._entry, self._gates = entry, None
+        self.blank: bool | None = None  # whether a line with no text passes (see _Deferred.wants)
         self._spec, self._prefilter = entry["prefilter"], None
 
     def gates(self) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:

@@ -19,7 +19,8 @@ Facts:
 * `cgroup.cpu_quota_us`, `cgroup.cpu_period_us` — cpu.cfs_quota_us / cpu.cfs_period_us (v1),
   cpu.max `QUOTA PERIOD` (v2); `unlimited` for -1 / `max`;
 * `cgroup.frozen` — True for freezer.state FROZEN or FREEZING (v1), cgroup.freeze 1 or
-  cgroup.events `frozen 1` (v2); False for THAWED / 0;
+  cgroup.events `frozen 1` (v2); False for THAWED / 0; its text names the group's folder when
+  the header or line gave the path (`FROZEN in /sys/fs/cgroup/freezer/job`);
 * `cgroup.pids_max` (`unlimited` for `max`), `cgroup.pids_max_hits` — pids.events `max N`: task
   creations (fork, clone of a thread) the limit refused;
 * `cgroup.pids_group` — the group whose pids files these are, as the kernel names it (the path
@@ -70,6 +71,7 @@ class CgroupStateParser(LineParser):
     def __init__(self, path, sink) -> None:
         super().__init__(path, sink)
         self._file: str | None = None   # the file a header named, whose lines follow
+        self._folder = ""               # that file's folder: the cgroup it belongs to
 
     @property
     def busy(self) -> bool:
@@ -79,17 +81,17 @@ class CgroupStateParser(LineParser):
         text = line.text.strip()
         if self._file is not None:
             if _VALUE.match(text):
-                self._value(line, self._file, text)
+                self._value(line, self._file, text, self._folder)
                 return True
             self._file = None
         if m := _HEADER.match(text):
-            self._file = m.group("file")
+            self._file, self._folder = m.group("file"), _group_of(m.group("path"))
             self._group(line, m.group("path"), m.group("file"))
             return True
         if m := _ONE_LINE.match(text):
             self._group(line, m.group("path"), m.group("file"))
             if _VALUE.match(m.group("value")):
-                self._value(line, m.group("file"), m.group("value"))
+                self._value(line, m.group("file"), m.group("value"), _group_of(m.group("path")))
             return True
         if m := _PS_FROZEN.match(line.text):
             self.sink.fact(line, "cgroup.frozen", True, text=f"pid {m.group('pid')} waits in {m.group('wchan')}")
@@ -107,7 +109,7 @@ class CgroupStateParser(LineParser):
             group = _PIDS_MOUNT.sub("", path[:-len(file)].rstrip("/")) or "/"
             self.sink.fact(line, "cgroup.pids_group", group, text=group)
 
-    def _value(self, line: Line, file: str, value: str) -> None:
+    def _value(self, line: Line, file: str, value: str, group: str = "") -> None:
         words = value.split()
         if file == "cpu.max" and len(words) == 2:
             quota, period = words
@@ -116,7 +118,7 @@ class CgroupStateParser(LineParser):
             return
         if len(words) == 2 and (fact := _KEYED.get((file, words[0]))):
             n = int(words[1])
-            self.sink.fact(line, fact, bool(n) if fact == "cgroup.frozen" else n, text=value)
+            self.sink.fact(line, fact, bool(n) if fact == "cgroup.frozen" else n, text=_in_group(value, group, fact))
             return
         fact = _SINGLE.get(file)
         if fact is None or len(words) != 1:
@@ -125,8 +127,20 @@ class CgroupStateParser(LineParser):
         if fact == "cgroup.frozen":
             frozen = _FREEZER.get(word, word == "1" if word in ("0", "1") else None)
             if frozen is not None:
-                self.sink.fact(line, fact, frozen, text=value)
+                self.sink.fact(line, fact, frozen, text=_in_group(value, group, fact))
         elif word == "max" or (fact == "cgroup.cpu_quota_us" and word == "-1"):
             self.sink.fact(line, fact, "unlimited", text=value)
         elif word.isdecimal():
             self.sink.fact(line, fact, int(word), "us" if fact.startswith("cgroup.cpu_") else "", value)
+
+
+def _group_of(path: str) -> str:
+    """The cgroup a file path belongs to: its folder (/sys/fs/cgroup/freezer/job/freezer.state -> .../job)."""
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def _in_group(value: str, group: str, fact: str) -> str:
+    """A freezer state says which group it is of (`FROZEN in /sys/fs/cgroup/freezer/job`): a listing
+    of several groups is read per group (audit 8 H4; rules/hang.py reads it back)."""
+    return f"{value} in {group}" if group and fact == "cgroup.frozen" else value
+

@@ -11,6 +11,8 @@ are scaled with K/M/G/T unless -x):
      pkts bytes target     prot opt in     out     source               destination
        10   600 DOCKER-USER  0    --  *      *       0.0.0.0/0            0.0.0.0/0
        13   780 REJECT     6    --  *      *       0.0.0.0/0            0.0.0.0/0            tcp flags:0x17/0x02 reject-with tcp-reset
+
+`--line-numbers` adds a `num` column before pkts (its rows start with the rule number).
 """
 from __future__ import annotations
 
@@ -22,7 +24,9 @@ from postmortem.parsers.system_base import Block, parse, tree_tokens
 FACT = "net.firewall_chain"
 _SCALE = {"": 1, "K": 1000, "M": 1000 ** 2, "G": 1000 ** 3, "T": 1000 ** 4}   # iptables.c print_num: units of 1000
 _POLICY = re.compile(r"^policy (?P<policy>[A-Z]+)(?: (?P<packets>\d+[KMGT]?) packets)?")
-_COLUMNS = re.compile(r"^\s*pkts\s+bytes\s+target\s+prot\s+opt\s+in\s+out\s+source\s+destination\s*$")
+# `--line-numbers` (the usual way to list rules for deletion) adds a leading "num" column (audit 8 M6)
+_COLUMNS = re.compile(r"^\s*(?P<num>num\s+)?pkts\s+bytes\s+target\s+prot\s+opt\s+in\s+out\s+source\s+destination\s*$")
+_RULE_NUMBER = re.compile(r"^\s*\d+\s+(?=\d)")
 
 
 def count(text: str) -> int:
@@ -46,11 +50,15 @@ class IptablesChainBlock(Block):
         m = _POLICY.match(tokens.get("IPT_CHAIN_INFO", "").strip())
         self.info = {"chain": tokens["IPT_CHAIN_HEAD"].split()[1], "policy": m.group("policy") if m else "",
                      "policy_packets": count(m.group("packets") or "") if m else 0, "rules": []}
+        self.numbered = False   # the column header had `num`: each row starts with its rule number
 
     def feed(self, line: Line) -> bool:
         text = line.text
-        if _COLUMNS.match(text):
+        if m := _COLUMNS.match(text):
+            self.numbered = m.group("num") is not None
             return True
+        if self.numbered:
+            text = _RULE_NUMBER.sub("", text, count=1)
         tree = parse("ipt_rule", text.strip()) if text.strip()[:1].isdigit() else None
         if tree is None:
             return False

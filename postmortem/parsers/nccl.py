@@ -126,6 +126,16 @@ def _stamp(ts: str | None) -> Stamp | None:
     return None
 
 
+def info_parts(text: str, thread: tuple) -> tuple[str | None, str] | None:
+    """(dev, msg) of `host:pid:tid [dev] NCCL INFO msg` printed by `thread` ((host, pid, tid)
+    strings) without a time, or None for any other line."""
+    head, mark, msg = text.partition(_INFO_MARK)
+    m = _INFO_PREFIX.fullmatch(head) if mark else None
+    if m is None or m["ts"] is not None or (m["host"], m["pid"], m["tid"]) != tuple(thread):
+        return None
+    return m["dev"], msg
+
+
 def _said_key(host, pid, tid, dev, msg) -> tuple:
     """The key of a distinct Init/network/version line of a thread, its strings kept once:
     every rank prints these lines and a big bundle holds one key per line until its end
@@ -165,7 +175,8 @@ class NcclParser(LineParser):
         self._rings: set[tuple] = set()
         self._plain: dict[str, dict] = {}  # message shape -> data of its first nccl.info event
         # Folding as read (fold.AsRead, set by postmortem/scan.py): a plain event whose shape an
-        # earlier file leads is deferred, (number, line, where, dev, shape, data), not made.
+        # earlier file leads is deferred, (number, place, where, shape, data), not made; `place`
+        # holds the Line's fields (Line(*place): no Line is built for a folded copy).
         self.early = None
         self.deferred: list[tuple] = []
 
@@ -174,21 +185,18 @@ class NcclParser(LineParser):
         head, mark, msg = line.text.partition(_INFO_MARK)
         m = _INFO_PREFIX.fullmatch(head) if mark else None
         if m is not None:  # fast path: `host:pid:tid [dev] NCCL INFO msg`
-            level = "INFO"
-        else:
-            m = _HEADER.match(line.text)
-            if m is None:
-                return self._bare(line)
-            if m["legacy"] and not m["host"]:
-                return False  # `INFO ...` / `WARN ...` with no NCCL token is only NCCL behind a host prefix
-            level = m["level"] or m["legacy"]
-            msg = m["msg"] or ""
+            return self._info_line(line, m["host"], m["pid"], m["tid"], m["dev"], m["ts"], msg)
+        m = _HEADER.match(line.text)
+        if m is None:
+            return self._bare(line)
+        if m["legacy"] and not m["host"]:
+            return False  # `INFO ...` / `WARN ...` with no NCCL token is only NCCL behind a host prefix
+        level = m["level"] or m["legacy"]
+        msg = m["msg"] or ""
         host = m["host"] or line.host
+        if level == "INFO":
+            return self._info_line(line, host, m["pid"], m["tid"], m["dev"], m["ts"], msg)
         key = (host, m["pid"], m["tid"])
-        about = _about(msg) if level == "INFO" else None
-        if about is not None and (self._repeat_of_plain_info(key, m, about.plain)
-                                  or about.channel and self._repeat_of_channel(key, m, host, msg)):
-            return True
         ts, pid, tid = m["ts"], m["pid"], m["tid"]
         where = {"host": host, "pid": int(pid) if pid else None, "tid": int(tid) if tid else None,
                  "stamp": (_stamp(ts) if ts else None) or line.stamp}
@@ -197,18 +205,9 @@ class NcclParser(LineParser):
             self._end_chain(key)
             self._warn(line, m, msg, where, dev, key)
             return True
-        if about is not None and about.chain:
-            chain = fast_chain(msg)
-            if chain is not None:
-                self._link(line, key, chain, where)
-                return True
         self._end_chain(key)
         self._last_warn.pop(key, None)
-        if about is not None and about.grammar:
-            self._said_once(line, _said_key(host, pid, tid, m["dev"], msg), msg, where, dev)
-        elif about is not None:
-            self._info(line, msg, where, dev)
-        elif level == "TRACE" or level == "CALL":
+        if level == "TRACE" or level == "CALL":
             ms = float(m["ms"]) if m["ms"] else None
             func = m["tfunc"]
             stamp = where["stamp"]
@@ -221,11 +220,41 @@ class NcclParser(LineParser):
             self.sink.event(line, "nccl.info", Severity.INFO, **where, level=level, msg=msg, dev=dev)
         return True
 
+    def feed_info(self, line: Line, thread: tuple, parts: tuple) -> bool:
+        """feed() of an INFO line whose prefix the caller has read: `thread` its (host, pid,
+        tid) strings, `parts` what info_parts gives (scan.py reads them once per line shape)."""
+        self.repeat_target = None
+        return self._info_line(line, thread[0], thread[1], thread[2], parts[0], None, parts[1])
+
+    def _info_line(self, line: Line, host: str | None, pid: str | None, tid: str | None, dev_s: str | None,
+                   ts: str | None, msg: str) -> bool:
+        """An INFO line, from its prefix's parts (strings as printed, None when absent)."""
+        key = (host, pid, tid)
+        about = _about(msg)
+        if self._repeat_of_plain_info(key, pid, about.plain) \
+                or about.channel and self._repeat_of_channel(key, pid, host, msg):
+            return True
+        where = {"host": host, "pid": int(pid) if pid else None, "tid": int(tid) if tid else None,
+                 "stamp": (_stamp(ts) if ts else None) or line.stamp}
+        dev = int(dev_s) if dev_s else None
+        if about.chain:
+            chain = fast_chain(msg)
+            if chain is not None:
+                self._link(line, key, chain, where)
+                return True
+        self._end_chain(key)
+        self._last_warn.pop(key, None)
+        if about.grammar:
+            self._said_once(line, _said_key(host, pid, tid, dev_s, msg), msg, where, dev)
+        else:
+            self._info(line, msg, where, dev)
+        return True
+
     def finish(self) -> None:
         for key in list(self._chains):
             self._end_chain(key)
 
-    def _repeat_of_channel(self, key: tuple, m: re.Match, host: str | None, msg: str) -> bool:
+    def _repeat_of_channel(self, key: tuple, pid: str | None, host: str | None, msg: str) -> bool:
         """Another channel line of a connection already seen: one more in its counts,
         without building the event's fields (most lines of a big INFO bundle)."""
         if not self._connections:
@@ -233,7 +262,7 @@ class NcclParser(LineParser):
         channel = fast_channel(msg)
         if channel is None:
             return False
-        seen = self._connections.get((host, int(m["pid"]) if m["pid"] else None, channel["src"], channel["peer"],
+        seen = self._connections.get((host, int(pid) if pid else None, channel["src"], channel["peer"],
                                       channel["via"], channel["direction"]))
         if seen is None:
             return False
@@ -303,7 +332,7 @@ class NcclParser(LineParser):
             self._said[said] = data  # type: ignore[assignment]
             self.repeat_target = data  # type: ignore[assignment]
 
-    def _repeat_of_plain_info(self, key: tuple, m: re.Match, shape: str | None) -> bool:
+    def _repeat_of_plain_info(self, key: tuple, pid: str | None, shape: str | None) -> bool:
         """The hot path of a big INFO bundle: another rank repeating an unstructured INFO
         line already seen (`shape`: _About.plain).  Counted without building anything
         (see _plain_info)."""
@@ -316,10 +345,10 @@ class NcclParser(LineParser):
         self._last_warn.pop(key, None)
         seen["count"] += 1
         self.repeat_target = seen
-        if m["pid"] and len(seen["pids"]) < _MAX_LISTED:
-            pid = int(m["pid"])
-            if pid not in seen["pids"]:
-                seen["pids"].append(pid)
+        if pid and len(seen["pids"]) < _MAX_LISTED:
+            number = int(pid)
+            if number not in seen["pids"]:
+                seen["pids"].append(number)
         return True
 
     def _plain_info(self, line: Line, msg: str, where: dict, dev: int | None, shape: str | None = None) -> None:
@@ -339,43 +368,40 @@ class NcclParser(LineParser):
         early = self.early
         if early is not None and where["stamp"] is None and line.rank is None and early.leader(shape, line.path):
             data = {"msg": msg, "dev": dev, "count": 1, "pids": pids}  # what the event's data would be
-            self.deferred.append((next(self.sink.numbering), line, where, shape, data))
+            self.deferred.append((next(self.sink.numbering), (line.path, line.no, line.text, line.raw, line.host,
+                                                              line.rank, line.stamp), where, shape, data))
             self._plain[shape] = self.repeat_target = data
             return
         ev = self.sink.event(line, "nccl.info", Severity.INFO, **where, msg=msg, dev=dev, count=1, pids=pids)
         self._plain[shape] = ev.data  # type: ignore[assignment]
         self.repeat_target = ev.data
 
-    def fold_copy(self, line: Line, thread: tuple) -> bool:
-        """What `feed` does with a line when that is deferring a plain INFO copy (see _plain_info),
-        done without the general path, or False (nothing done) when it would do anything else.
-        `thread`: the (host, pid, tid) strings of the line's `host:pid:tid` prefix (scan.py)."""
+    def fold_copy(self, path: str, no: int, text: str, host_of_file: str | None, thread: tuple,
+                  parts: tuple | None = None) -> bool:
+        """What `feed` does with Line(path, no, text, text, host_of_file) (no rank, no stamp from a
+        wrapper) when that is deferring a plain INFO copy (see _plain_info), done without the
+        general path and without building the Line, or False (nothing done) when it would do
+        anything else.  `thread`: the (host, pid, tid) strings of the line's `host:pid:tid`
+        prefix; `parts`: info_parts(text, thread) when the caller has it (scan.py)."""
         early = self.early
-        text = line.text
-        if early is None or self._chains or self._last_warn or line.rank is not None or line.stamp is not None \
-                or text[:1] == "[":
+        if early is None or self._chains or self._last_warn or text[:1] == "[":
             return False
-        head, mark, msg = text.partition(_INFO_MARK)
-        host, pid, tid = thread
-        core = f"{host}:{pid}:{tid}"
-        if not mark or not head.startswith(core):
-            return False
-        rest = head[len(core):]  # `` or ` [dev]`, as _INFO_PREFIX reads it
-        if rest:
-            dev_s = rest[2:-1]
-            if rest[:2] != " [" or rest[-1] != "]" or not (dev_s[1:] if dev_s[:1] == "-" else dev_s).isdecimal():
+        if parts is None:
+            parts = info_parts(text, thread)
+            if parts is None:
                 return False
-            dev = int(dev_s)
-        else:
-            dev = None
+        host, pid, tid = thread
+        dev_s, msg = parts
+        dev = int(dev_s) if dev_s else None
         about = _about(msg)
         shape = about.plain
         if shape is None or about.chain or about.grammar or about.channel or about.abort or shape in self._plain \
-                or not early.leader(shape, line.path):
+                or not early.leader(shape, path):
             return False
         where = {"host": host, "pid": int(pid), "tid": int(tid), "stamp": None}
         data = {"msg": msg, "dev": dev, "count": 1, "pids": [where["pid"]]}
-        self.deferred.append((next(self.sink.numbering), line, where, shape, data))
+        self.deferred.append((next(self.sink.numbering), (path, no, text, text, host_of_file, None, None), where,
+                              shape, data))
         self._plain[shape] = self.repeat_target = data
         return True
 
@@ -384,7 +410,8 @@ class NcclParser(LineParser):
         each with the number it drew, at its place in reading order."""
         sink, deferred, self.deferred = self.sink, self.deferred, []
         numbering = sink.numbering
-        for seq, line, where, _shape, data in deferred:
+        for seq, place, where, _shape, data in deferred:
+            line = Line(*place)
             sink.numbering = iter((seq,))
             ev = sink.event(line, "nccl.info", Severity.INFO, **where, msg=data["msg"], dev=data["dev"],
                             count=data["count"], pids=data["pids"])

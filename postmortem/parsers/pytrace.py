@@ -110,6 +110,7 @@ class _Traceback:
     chained: str | None = None    # cause | context: how it links to the previous one
     frames: list[Frame] = field(default_factory=list)
     expect_source: bool = False   # the line after a frame is its source line
+    source: str = ""              # the innermost frame's source line, when printed
 
 
 @dataclass
@@ -165,6 +166,7 @@ class TracebackParser(RankBlockParser[_Context]):
             ctx.tb = _Traceback(line)  # a paste that starts mid-way
         ctx.tb.frames.append(frame)
         ctx.tb.expect_source = True
+        ctx.tb.source = ""
         return True
 
     def _on_chain(self, line: Line, ctx: _Context, how: str) -> bool:
@@ -192,6 +194,8 @@ class TracebackParser(RankBlockParser[_Context]):
                 data["original"] = True
             if tb.chained:
                 data["chained"] = tb.chained
+            if tb.source:
+                data["source"] = tb.source
         self.sink.event(line, "py.exception", Severity.ERROR, **data)
         self._end_traceback(ctx, title=f"{name}: {message}" if message else name)
         ctx.message_index = len(self.sink.events) - 1
@@ -238,6 +242,8 @@ class TracebackParser(RankBlockParser[_Context]):
         if any(p.match(line.text) for p in _other_block_prefilters()):
             return False
         if line.text[:1].isspace() or tb.expect_source:
+            if tb.expect_source and tb.frames:
+                tb.source = stripped[:200]
             tb.expect_source = False
             return True
         return False

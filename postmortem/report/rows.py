@@ -32,6 +32,8 @@ _ONE_FOR_DIGITS = bytes.maketrans(b"23456789", b"11111111")
 _SEQ, _KIND, _WHEN = attrgetter("seq"), attrgetter("kind"), attrgetter("when")
 _CONTEXT = methodcaller("get", "context")
 _MEMBERS = methodcaller("get", fold.MEMBERS)
+_IS_MSG = methodcaller("startswith", "msg.")
+_REF_AT, _MEMBER_AT = attrgetter("ref.path", "ref.line"), itemgetter(0, 1)
 _MEMBER_FIELD = {"ref.path": 0, "ref.line": 1, "host": 2, "pid": 3, "tid": 4, "rank": 5}  # fold.member's order
 
 
@@ -70,20 +72,25 @@ def lane_label(key: tuple) -> str:
 
 def shown_events(events: Iterable[Event]) -> list[Event]:
     """Events as a timeline shows them: a known-message event (`msg.*`) on a line that a
-    format parser also read is the same line twice, so only the parser's event stays."""
+    format parser also read is the same line twice, so only the parser's event stays.
+    Column by column: the few known-message lines are looked up among the parsers' lines
+    (and the lines of the copies folded into their events, fold.py) by C-level set code."""
     events = list(events)
-    parsed: dict[str, set[int]] = {}  # path -> lines; no tuple per event (big bundles)
-    for e in events:
-        if e.ref.line is not None and not e.kind.startswith("msg."):
-            lines = parsed.get(e.ref.path)
-            if lines is None:
-                lines = parsed[e.ref.path] = set()
-            lines.add(e.ref.line)
-            if fold.MEMBERS in e.data:  # a copy folded into this event was read there too (fold.py)
-                for path, line, *_ in e.data[fold.MEMBERS]:
-                    parsed.setdefault(path, set()).add(line)
-    empty: set[int] = set()
-    return [e for e in events if not (e.kind.startswith("msg.") and e.ref.line in parsed.get(e.ref.path, empty))]
+    kinds = list(map(_KIND, events))
+    is_msg = list(map(_IS_MSG, kinds))
+    if not any(is_msg):
+        return events
+    msg_at = set(map(_REF_AT, compress(events, is_msg)))      # (path, line) of each known-message event
+    read = msg_at.intersection(at for at in map(_REF_AT, compress(events, map(not_, is_msg))) if at[1] is not None)
+    # Only folded events carry members (fold.KIND); reading every event's data would cost more
+    # than the rest of this function (one dict each, scattered in memory).
+    for e in compress(events, map(fold.KIND.__eq__, kinds)):
+        held = e.data.get(fold.MEMBERS)
+        if held and e.ref.line is not None:
+            read.update(msg_at.intersection(map(_MEMBER_AT, held)))
+    if not read:
+        return events
+    return [e for e, msg in zip(events, is_msg) if not (msg and _REF_AT(e) in read)]
 
 
 def timeline_order(events: Iterable[Event]) -> list[Event]:

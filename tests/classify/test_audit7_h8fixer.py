@@ -281,3 +281,26 @@ def test_a_reused_pid_in_the_kernel_log_does_not_set_the_boot_time(tmp_path):
     marker = next(e for e in a.case.events if times["marker"] in e.text)
     assert marker.when.at is not None and "anchored on 1 process death" in marker.when.note, marker.when
     assert abs(marker.when.at.timestamp() - times["marker_written_at"]) < 2.0
+
+
+# ---------------------------------------------------------------- audit 8 H2: Slurm's notes that name no dying process
+
+# verbatim: galaxyproject/galaxy#2309 (stripped from SUCCESSFUL jobs), chaos/slurm#54 (after a `dd` that
+# completed), pepkit/geofetch#13 (a pipeline that completed, "Peak memory used: 0.01 GB")
+_SLURM_NOTES = ("slurmstepd: error: Exceeded step memory limit at some point. Step may have been partially swapped out to disk.\n",
+                "slurmstepd: Exceeded step memory limit at some point.\n",
+                "srun: error: udc-ba26-19: task 0: Out Of Memory\n")
+
+
+def test_slurms_peak_and_task_notes_do_not_absorb_a_roce_failure(tmp_path):
+    roce = "".join(_read(_ROCE).splitlines(keepends=True)[:8])
+    for i, note in enumerate(_SLURM_NOTES):
+        a = _bundle(tmp_path / str(i), {"nccl.log": roce + note})
+        assert a.verdict.cause == "nccl_network", (note, a.verdict.trace)
+        assert not any("is explained by host_oom" in t for t in a.verdict.trace), note
+
+
+def test_slurm_killing_the_job_for_its_limit_keeps_its_claim_and_counts_once():
+    # near miss: the enforcement line names the job killed; the peak note after it is the same event
+    a = analyze(FIXTURES / "validation17/slurm-exceeded-memory-limit-singularity-stt-03/bundle")
+    assert a.verdict.cause == "host_oom" and a.verdict.confidence == 0.85, a.verdict.trace

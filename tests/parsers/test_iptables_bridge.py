@@ -73,3 +73,21 @@ def test_a_qdisc_shown_for_one_device_has_no_dev():
     path = ROOT / "fixtures/validation22/lab4-slow-link-allreduce/bundle/switch_port.txt"
     qdiscs = _facts(path, QDISC)
     assert [(q["kind"], q["dev"], q["sent_packets"], q["dropped"]) for q in qdiscs] == [("tbf", "", 1130, 1222), ("tbf", "", 1079, 1239)]
+
+
+LINE_NUMBERS = ROOT / "fixtures/system/iptables_line_numbers/iptables_line_numbers.txt"
+
+
+def test_line_numbers_listing_keeps_its_rules():
+    # audit 8 M6: `--line-numbers` adds a "num" column; its rows were lost (real listing, make.sh beside it)
+    chains = {c["chain"]: c for c in _facts(LINE_NUMBERS, CHAIN)}
+    reject, drop = chains["INPUT"]["rules"]
+    assert (reject["target"], reject["packets"], reject["prot"]) == ("REJECT", 1, "6")
+    assert "dpt:29501" in reject["match"] and reject["source"] == "0.0.0.0/0"
+    assert (drop["target"], drop["packets"], drop["prot"]) == ("DROP", 1, "17")
+
+
+def test_a_listing_without_line_numbers_reads_its_first_column_as_packets():
+    # near miss: the same parser on the lab listing without `num` keeps pkts as the first column
+    (reject,) = {c["chain"]: c for c in _facts(CONNLIMIT, CHAIN)}["INPUT"]["rules"]
+    assert reject["packets"] == 8

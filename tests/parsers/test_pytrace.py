@@ -97,7 +97,7 @@ def test_dataloader_worker_traceback_corpus():
     r = parse("corpus-pangeo-02-train.log")
     (ex,) = exceptions(r)
     assert ex.data == {"type": "RuntimeError", "message": "unable to write to file </torch_1394_2747491098>",
-                       "frames": 3}
+                       "frames": 3, "source": "fd, size = storage._share_fd_()"}   # the innermost frame's line
     (tb,) = tracebacks(r)
     assert tb.frames[0].function == "reduce_storage"
 

@@ -183,6 +183,18 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "app_error", "specific", "a checkpoint of another model (other keys or parameter shapes) was loaded into the job's model"),
     ("pt.state_dict_size_mismatch", "misuse", WHEEL, "size mismatch for {}: copying a param with shape {} from checkpoint, the shape in current model is {}.",
      "app_error", "specific", "a checkpoint of another model (other keys or parameter shapes) was loaded into the job's model"),
+    # caffe2/serialize/inline_container.cc PyTorchStreamReader::init -> valid("reading zip
+    # archive"): c10::str("PytorchStreamReader failed ", what, info, ": ", mz_zip_get_error_string).
+    # torch.load (torch/serialization.py) takes the zip reader only for a file that starts with
+    # the zip magic (_is_zipfile), and torch.save writes the archive's central directory LAST
+    # (miniz mz_zip_writer_finalize_archive): a file that begins like a checkpoint but has no
+    # end record was cut short -- a save still being written (read before the writer finished),
+    # killed or out of space while writing, or a partial copy.  The file the job loads is its
+    # own (config); miniz's other reader errors ('file read failed') stay unread: a reader's own
+    # I/O says nothing about the file.  Motivated by fixtures/validation25/lab-a/
+    # lab7-rank1-reads-best-ckpt-while-rank0-writes.
+    ("pt.checkpoint_truncated", "checkpoint", WHEEL, "PytorchStreamReader failed {}failed finding central directory",
+     "app_error", "specific", "torch.load met a checkpoint whose zip end record is missing: the file was cut short (read while still being saved, a save killed or out of space, a partial copy) -- the job's checkpoint handling"),
     # ATen shape checks (TORCH_CHECK in LinearAlgebra.cpp, ExpandUtils.cpp, Convolution.cpp,
     # TensorShape.cpp cat, LossNLL.cpp) and autograd's engine: the tensors the job's code built
     # do not fit the operation it called on them.
@@ -196,6 +208,35 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "app_error", "specific", "a convolution fed an input with another channel count than its weight: the model does not fit its data"),
     ("pt.cat_sizes", "misuse", WHEEL, "Sizes of tensors must match except in dimension {d}. Expected size {d} but got size {d} for tensor number {d} in the list.",
      "app_error", "specific", "tensors of different sizes concatenated or stacked (uneven samples in a batch, a collate of unequal items)"),
+    # ATen's view/reshape (TensorShape.cpp infer_size, computeStride), stack (cat_compute_output_memory
+    # _format / check_stack_inputs), expand (ExpandUtils.cpp), TensorIterator's result cast check and the
+    # dtype checks of matmul/bmm and a loss's target, and autograd's leaf check: each compares the tensors the
+    # job's code built with what the op needs; no network, driver or limit failure reaches them.
+    # Real lines: fixtures/lab/torch_misuse2_lines.sh (torch 2.13.0 CPU).
+    ("pt.view_shape_invalid", "misuse", WHEEL, "shape '{}' is invalid for input of size {d}",
+     "app_error", "specific", "a view/reshape to a shape whose element count is not the tensor's: the job's tensor sizes (batch, sequence, hidden) do not fit its code"),
+    ("pt.view_stride", "misuse", WHEEL, "view size is not compatible with input tensor's size and stride",
+     "app_error", "specific", "view() on a non-contiguous tensor (after transpose/permute): the job's code must use reshape() or contiguous()"),
+    ("pt.stack_sizes", "misuse", WHEEL, "stack expects each tensor to be equal size, but got {} at entry {d} and {} at entry {d}",
+     "app_error", "specific", "tensors of different sizes stacked (default_collate of uneven samples, a list of unequal outputs): the job's data or collate"),
+    ("pt.expand_size", "misuse", WHEEL, "The expanded size of the tensor ({d}) must match the existing size ({d}) at non-singleton dimension {d}.",
+     "app_error", "specific", "an expand/broadcast to a size the tensor cannot take: the job's tensor shapes do not fit each other"),
+    ("pt.result_cast", "misuse", WHEEL, "result type {} can't be cast to the desired output type {}",
+     "app_error", "specific", "an in-place op or out= whose result dtype cannot be stored in the job's tensor (a float result into an integer tensor)"),
+    ("pt.scalar_type", "misuse", WHEEL, "expected scalar type {} but found {}",
+     "app_error", "specific", "an op on tensors of two dtypes (a float model fed double or half input, or the reverse): the job's precision handling"),
+    ("pt.mat_dtype", "misuse", WHEEL, "mat1 and mat2 must have the same dtype, but got {} and {}",
+     "app_error", "specific", "a linear layer or matmul on tensors of two dtypes: the job's input and model precisions differ"),
+    ("pt.target_dtype", "misuse", WHEEL, "expected target dtype to be Long or Byte, but got {}",
+     "app_error", "specific", "a classification loss given float (or int32) targets: the job's labels have the wrong dtype"),
+    ("pt.leaf_inplace", "misuse", WHEEL, "a leaf Variable that requires grad is being used in an in-place operation.",
+     "app_error", "specific", "an in-place op on a parameter (a leaf that requires grad) outside torch.no_grad(): the job's code"),
+    # torch/serialization.py torch.load: since torch 2.6 weights_only=True by default, and the restricted
+    # unpickler refuses any global not allow-listed -- a checkpoint that pickles the job's own objects
+    # (a config class, numpy scalars, argparse.Namespace) fails until the job passes weights_only=False
+    # or allow-lists them (torch.serialization.add_safe_globals): the job's load call against its torch.
+    ("pt.weights_only_load", "checkpoint", WHEEL, "Weights only load failed.",
+     "app_error", "specific", "torch.load's weights_only default (torch >= 2.6) refused an object the checkpoint pickles: the job's load call must allow-list it or pass weights_only=False for a trusted file"),
     ("pt.target_out_of_bounds", "misuse", WHEEL, "Target {d} is out of bounds.",
      "app_error", "specific", "a class label outside the model's number of classes: the job's labels or its classifier size"),
     ("pt.no_grad_fn", "misuse", WHEEL, "element {d} of tensors does not require grad and does not have a grad_fn",
@@ -315,7 +356,7 @@ def wheel_text(wheel: str) -> str:
         for name in z.namelist():
             if name.endswith(".py") and name.startswith(("torch/utils/data", "torch/distributed", "torch/multiprocessing",
                                                             "torch/nn/parallel", "torch/optim",
-                                                            "torch/nn/modules/module.py")):
+                                                            "torch/nn/modules/module.py", "torch/serialization.py")):
                 chunks.extend(python_strings(z.read(name).decode("utf-8", "replace")))
             elif re.search(r"torch/lib/lib(torch_cpu|torch_python|c10)\.so$", name):
                 data = z.read(name)

@@ -10,7 +10,8 @@ from postmortem.classify.rules.comms import (GlooHostOnlyRemote, HostOnlySocketI
                                              RefusedWhilePeerWaited, SilentCollectiveHang, StoreServerWaited)
 from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, EnomemUnderMemlock, HighHostMemoryThenDeath,
                                               KilledWithoutReason, MeasuredLimit, MemoryLimitSet, PidsLimitRefused,
-                                              ShmFullInPython, ShmSmallBesideFailure, SigbusContext, StorePortTaken, ForkEnomem)
+                                              ShmFullInPython, ShmSmallBesideFailure, SigbusContext, StorePortTaken, ForkEnomem,
+                                              TimeoutRecordsDisagree)
 from postmortem.classify.rules.hang import CgroupHeldBack, FlightRecorderHang, StacksAtTimeout
 from postmortem.classify.rules.hardware import GpuHealth, ThermalBeforeBusLoss
 from postmortem.classify.rules.interfaces import (FirewallDiscards, HostOffNetwork, InterfaceFaults, PathDiscards,
@@ -26,6 +27,7 @@ RULES: tuple[Rule, ...] = (
     ShmSmallBesideFailure(),
     NcclVersionMismatch(),
     CollectiveTimeout(),
+    TimeoutRecordsDisagree(),
     SilentCollectiveHang(),
     KilledWithoutReason(),
     GpuHealth(),

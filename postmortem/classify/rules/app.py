@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from postmortem import stacks as stack_code
-from postmortem.classify.rules.base import Rule, died_of, events_of, sign_finding
+from postmortem.classify.rules.base import Rule, died_of, events_of, handler_fallout, sign_finding
 from postmortem.knowledge.registry import KIND, SIGN, deaths, produced_by, registry
 from postmortem.model import Case, Event, Frame, Stack
 
@@ -58,6 +58,50 @@ def _own_module(module: str, job_dirs: tuple[str, ...]) -> bool:
     return module.startswith(job_dirs) if job_dirs and module.startswith("/") else not module.startswith("/")
 
 
+def exception_sign(case: Case, e: Event):
+    """The sign one uncaught exception is.  One exception is one sign: where it was raised
+    qualifies it, it is no second observation."""
+    stack = _traceback_of(case, e)
+    own = [f for f in (stack.frames if stack else ()) if _own_frame(f)]
+    return (SIGN.app_exception_in_own_code if _raised_in_own_code(case, e)
+            else SIGN.storage_remote_service_error if _remote_service_failure(e)
+            else SIGN.app_exception_in_dataset if stack and _in_dataset_fetch(stack) and not _os_error(e)
+            else SIGN.app_exception_argument_error if stack and own and _argument_error(e)
+            else SIGN.app_exception)
+
+
+def _rank(sign) -> tuple:
+    return (sign.strength == "strong", sign.weight)
+
+
+def catalog_reads_instead(case: Case, e: Event, catalog_sign) -> bool:
+    """One exception line is one sign (audit 8 H1): when the PyTorch catalog reads the job's
+    exception as app_error too, the stronger of the two readings stands for the line (a
+    specific torch message over a bare exception; the exception where it was raised says more)."""
+    return _rank(catalog_sign) > _rank(exception_sign(case, e))
+
+
+def own_exception(case: Case, k) -> Event | None:
+    """The exception AppError reads as the job's failure (None: none): the first uncaught one
+    that is not fallout, a communication error or another cause's message."""
+    kernel_files = {e.ref.path for e in events_of(case, _KERNEL_KINDS)}
+    return AppError._first_own_exception(case, kernel_files, AppError._lines_with_a_cause(case, k))
+
+
+def _catalog_app_reading(e: Event):
+    """The catalog sign of a PyTorch message reading this exception as app_error, or None."""
+    from postmortem.knowledge import catalog  # here, not at the top: startup time (issue 17)
+    from postmortem.knowledge.registry import catalog_signal
+
+    # the text the catalog rule reads: the message and its continuation lines
+    more = "\n".join(str(e.data[k]) for k in ("what", "continuation") if e.data.get(k))
+    m = catalog.match_message(f"{e.text or ''}\n{more}" if more else (e.text or ""), ("pytorch",))
+    if m is None or m.cause != SIGN.app_exception.cause:
+        return None
+    return catalog_signal(m.entry.catalog, m.entry.id, m.cause,
+                          m.strength if m.strength in ("specific", "subsystem") else "subsystem", m.entry.why)
+
+
 class AppError(Rule):
     """An uncaught exception that is not itself a communication error or a known cause's
     message, and a SIGSEGV/SIGFPE/SIGILL in native code: the job's own code, named by rank,
@@ -68,9 +112,11 @@ class AppError(Rule):
     def findings(self, case, k, trace):
         out = []
         kernel_files = {e.ref.path for e in events_of(case, _KERNEL_KINDS)}
-        explained_lines = self._lines_with_a_cause(case, k)
-        exc = self._first_own_exception(case, kernel_files, explained_lines)
-        if exc is not None:
+        exc = own_exception(case, k)
+        read = _catalog_app_reading(exc) if exc is not None else None
+        if read is not None and catalog_reads_instead(case, exc, read):
+            trace.append(f"{self.id}: {exc.ref.describe()} is read by the catalog ({read.id}): one sign")
+        elif exc is not None:
             out.append(self._exception_finding(case, k, exc, trace))
         fault = next((e for e in events_of(case, _SIGNAL_DEATHS) if e.ref.path not in kernel_files
                       and any(died_of(e, s) for s in _param(SIGN.app_native_fault.id, "signals"))), None)
@@ -104,15 +150,17 @@ class AppError(Rule):
 
     @staticmethod
     def _first_own_exception(case: Case, kernel_files: set[str], explained: set[tuple]) -> Event | None:
+        handlers = handler_fallout(case)
         fallout_types = _param(SIGN.app_exception.id, "fallout_types")
         fallout_text = re.compile("|".join(_param(SIGN.app_exception.id, "fallout_text")) or r"(?!)")
         own_code_readings = set(_param(SIGN.app_exception.id, "own_code_readings"))
         own_write_types = set(_param(SIGN.app_exception.id, "own_write_types"))
         for e in events_of(case, KIND.py_exception):
-            if e.ref.path in kernel_files or (e.ref.path, e.ref.line) in explained:
+            if e.ref.path in kernel_files or (e.ref.path, e.ref.line) in explained | handlers:
                 continue
             etype = str(e.data.get("type") or "").rsplit(".", 1)[-1]
-            if etype in fallout_types and not (etype in own_write_types and _raised_in_own_code(case, e)):
+            if etype in fallout_types and not (etype in own_write_types and _raised_in_own_code(case, e)
+                                               and _writes_own_output(e)):
                 continue
             if fallout_text.search(e.text):
                 continue
@@ -136,12 +184,10 @@ class AppError(Rule):
         trace.append(f"{self.id}: uncaught exception at {e.ref.describe()} "
                      f"({'raised in the job' + chr(39) + 's own code' if raised_own else 'raised outside the job' + chr(39) + 's own code'})")
         refs = (stack.ref,) if stack else ()
-        # One exception is one sign: where it was raised qualifies it, it is no second observation.
-        sign = (SIGN.app_exception_in_own_code if raised_own
-                else SIGN.app_exception_in_dataset if stack and _in_dataset_fetch(stack) and not _os_error(e)
-                else SIGN.app_exception_argument_error if stack and own and _argument_error(e)
-                else SIGN.app_exception)
-        errno = _errno_of(e)
+        sign = exception_sign(case, e)
+        if sign is SIGN.storage_remote_service_error:
+            trace.append(f"{self.id}: the exception reports a remote service's failure, not the job's code or data")
+        errno = _errno_of(e) if not _terminal_call(e) else None
         if errno in _param(SIGN.storage_job_io_errno.id, "device_errnos"):
             # The device or file server under the call failed: where it was raised says nothing (audit 7 H7)
             trace.append(f"{self.id}: errno {errno} reports the storage's state, not the job's code")
@@ -330,6 +376,29 @@ def _errno_of(e: Event) -> int | None:
     """The errno an OSError prints ("OSError: [Errno 5] Input/output error")."""
     m = _ERRNO.search(str(e.data.get("message") or e.text or ""))
     return int(m.group(1)) if m else None
+
+
+def _writes_own_output(e: Event) -> bool:
+    """The call that raised is a write to the job's own stdout/stderr (print, sys.stdout.write,
+    logging): signals.toml app.exception own_output_writes; a socket send or a child's stdin is not."""
+    source = str(e.data.get("source") or "")
+    return any(re.search(p, source) for p in _param(SIGN.app_exception.id, "own_output_writes"))
+
+
+def _terminal_call(e: Event) -> bool:
+    """The failed call was on the job's terminal or its own output, not on storage: print() or
+    sys.stdout into a terminal that hung up raises EIO, open('/dev/tty') without a controlling
+    terminal ENXIO (signals.toml storage.job_io_errno terminal_text; audit 8 H9)."""
+    text = f"{e.data.get('message') or ''}"
+    return _writes_own_output(e) or any(re.search(p, text) for p in _param(SIGN.storage_job_io_errno.id, "terminal_text"))
+
+
+def _remote_service_failure(e: Event) -> bool:
+    """A library's report that a remote service failed the request (HTTP 5xx/429, a gateway or
+    read timeout, an object store's throttling): signals.toml storage.remote_service_error."""
+    more = str(e.data.get("continuation") or "")
+    text = f"{e.data.get('type') or ''}: {e.data.get('message') or ''}\n{more}"
+    return any(re.search(p, text) for p in _param(SIGN.storage_remote_service_error.id, "service_text"))
 
 
 def _os_error(e: Event) -> bool:

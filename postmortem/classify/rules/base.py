@@ -16,7 +16,7 @@ from typing import Iterable
 from postmortem import signals
 from postmortem.classify.index import events_of  # noqa: F401 - the rules' way to their events
 from postmortem.knowledge import Knowledge
-from postmortem.knowledge.registry import LIMIT, Signal
+from postmortem.knowledge.registry import KIND, LIMIT, Signal
 from postmortem.model import Case, Category, Event, Finding, Ref, Stack
 from postmortem.packaged import packaged
 from postmortem.parsers import clocks
@@ -113,6 +113,24 @@ def sign_finding(k: Knowledge, sign: Signal, rule: str, summary: str, events: li
     if len(signs) > 1:
         f = dataclasses.replace(f, signs=tuple(s.id for s in signs))
     return dataclasses.replace(f, culprit_ranks=tuple(sorted(set(culprits)))) if culprits else f
+
+def handler_fallout(case: Case) -> frozenset[tuple[str, int | None]]:
+    """Lines of exceptions raised while handling an earlier one of the same process.
+
+    CPython prints "During handling of the above exception, another exception occurred"
+    (Python/pythonrun.c, the implicit __context__) above an exception that a handler or a
+    finally: block raised while the first one was propagating: the first is the failure, the
+    handler's (a dist.get_rank() in an except:, a cleanup on a state the failure left) is its
+    fallout -- no sign of its own, no death of its own (audit 8 H1).  Only when the first one
+    is in the bundle too (same file and rank, an earlier line): a paste that starts at the
+    marker shows no failure before it."""
+    out: set[tuple[str, int | None]] = set()
+    seen: set[tuple[str, int | None]] = set()
+    for e in sorted(events_of(case, KIND.py_exception), key=lambda e: (e.ref.path, e.ref.line or 0)):
+        if e.data.get("chained") == "context" and (e.ref.path, e.rank) in seen:
+            out.add((e.ref.path, e.ref.line))
+        seen.add((e.ref.path, e.rank))
+    return frozenset(out)
 
 class Rule:
     id = "rule"

@@ -15,7 +15,8 @@ import re
 from collections import defaultdict
 
 from postmortem import knowledge
-from postmortem.classify.rules.base import Rule, _repeat, events_of, sign_finding
+from postmortem.classify.rules.app import catalog_reads_instead, own_exception
+from postmortem.classify.rules.base import Rule, _repeat, events_of, handler_fallout, sign_finding
 from postmortem.knowledge.registry import KIND, catalog_signal
 from postmortem.model import Event
 
@@ -116,6 +117,11 @@ def _init_failed(text: str, found: list[catalog.Match]) -> list[catalog.Match]:
                           + (f" {status.name}" if status is not None else ""))]
 
 
+def _sign_of(m):
+    return catalog_signal(m.entry.catalog, m.entry.id, m.cause,
+                          m.strength if m.strength in ("specific", "subsystem") else "subsystem", m.entry.why)
+
+
 class CatalogReadings(Rule):
     """Catalog hits (knowledge/catalogs) on lines no message pattern reads."""
 
@@ -126,6 +132,12 @@ class CatalogReadings(Rule):
         # what the line is, so the catalogs still read why (a "CUDA error: <text>" line).
         reading = {f"{_PATTERN_KINDS_PREFIX}{m.id}" for m in k.messages if m.cause}
         claimed = {(e.ref.path, e.ref.line) for e in events_of(case, reading)}
+        # An exception raised while handling another is its fallout, no sign (audit 8 H1).
+        claimed |= handler_fallout(case)
+        # One exception is one sign: a torch message (the pytorch catalog) on the exception app-error
+        # reads as the job's own failure is the same sign; the stronger reading stands (app.py).
+        own = own_exception(case, k) if k.causes.get("app_error") is not None else None
+        own_line = (own.ref.path, own.ref.line) if own is not None else None
         groups: dict[tuple[str, str, str], list[Event]] = defaultdict(list)
         details: dict[tuple[str, str, str], str] = {}
         seen: set[tuple] = set()
@@ -136,6 +148,11 @@ class CatalogReadings(Rule):
             for m in _hits(e):
                 if m.cause not in k.causes or (where, m.entry.id) in seen:
                     continue  # context, unresolved, or this line already counted for this entry
+                if (where == own_line and m.cause == "app_error" and m.entry.catalog == "pytorch"
+                        and not catalog_reads_instead(case, e, _sign_of(m))):
+                    trace.append(f"{self.id}: {m.entry.id} on {e.ref.describe()}: the exception app-error reads, "
+                                 "one sign")
+                    continue
                 seen.add((where, m.entry.id))
                 key = (m.entry.id, m.cause, m.strength)
                 groups[key].append(e)

@@ -403,6 +403,76 @@ class CollectiveTimeout(Rule):
         busy = [s for s, w in zip(dumps, waits) if not w]  # not `s not in waiting`: quadratic in ranks
         return busy, waiting
 
+class TimeoutRecordsDisagree(Rule):
+    """Two ranks' watchdog records of the same work of one process group disagree.
+
+    ProcessGroupNCCL numbers each group's collectives per rank (WorkNCCL SeqNum) and NCCL pairs
+    the ranks' calls by that order: when rank A's timed-out work N is an ALLREDUCE of 1 element
+    and rank B's work N a BROADCAST (or an ALLREDUCE of 10^9 elements), the ranks issued different
+    collectives -- neither could ever complete (collective_desync).  A record is placed in its
+    group by its own [PG ...] prefix or by the same rank's "detected by watchdog at work: N" line;
+    a disagreement between records that cannot both be placed in one group only leans."""
+
+    id = "timeout-records-disagree"
+
+    def findings(self, case, k, trace):
+        timeouts = [e for e in events_of(case, (KIND.msg_watchdog_timeout,))
+                    if e.rank is not None and str(e.data.get("seq", "")).isdecimal() and e.data.get("op")]
+        if len(timeouts) < 2:
+            return []
+        params = registry().signals[SIGN.timeout_same_seq_different_work.id].params
+        group_of = {(e.rank, str(e.data.get("seq"))): str(e.data.get("pg"))
+                    for e in events_of(case, (KIND.msg_watchdog_exception_at_work,))
+                    if e.rank is not None and str(e.data.get("pg", "")).isdecimal()}
+        by_seq: dict[str, list[tuple[Event, str]]] = {}
+        for e in timeouts:
+            op = str(e.data["op"])
+            if op in params["not_compared"] or op.endswith("COALESCED"):
+                continue
+            seq = str(e.data["seq"])
+            pg = str(e.data.get("pg") or e.data.get("pg_outer") or group_of.get((e.rank, seq)) or "")
+            by_seq.setdefault(seq, []).append((e, pg))
+        for seq, records in sorted(by_seq.items(), key=lambda kv: int(kv[0])):
+            pair = _disagreeing(records, params["same_count"])
+            if pair is None:
+                continue
+            (a, pg_a), (b, pg_b) = pair
+            grouped = bool(pg_a) and pg_a == pg_b
+            sign = SIGN.timeout_same_seq_different_work if grouped else SIGN.timeout_same_seq_different_work_ungrouped
+            where = f"process group {pg_a}" if grouped else "a process group the bundle does not name for both"
+            summary = (f"rank {a.rank} and rank {b.rank} timed out in work {seq} of {where} with different records: "
+                       f"{_work(a)} against {_work(b)} -- the ranks issued different collectives, which can never "
+                       "pair up")
+            trace.append(f"{self.id}: SeqNum {seq}: rank {a.rank} {_work(a)} vs rank {b.rank} {_work(b)} "
+                         f"({'one group: ' + pg_a if grouped else 'group not placed for both'})")
+            return [sign_finding(k, sign, self.id, summary, [a, b], "desync", culprits=())]
+        return []
+
+
+def _work(e: Event) -> str:
+    n = e.data.get("numel_in")
+    return f"{e.data.get('op')}" + (f" of {n} elements" if n not in (None, "") else "")
+
+
+def _disagreeing(records, same_count) -> tuple | None:
+    """The first two records (one per rank) of one SeqNum whose op, or -- for an op every rank
+    calls with one count -- whose element count differs; placed pairs (same group) first."""
+    first_per_rank: dict[int, tuple[Event, str]] = {}
+    for e, pg in records:
+        first_per_rank.setdefault(e.rank, (e, pg))
+    ranked = list(first_per_rank.values())
+    pairs = [(x, y) for i, x in enumerate(ranked) for y in ranked[i + 1:]]
+    pairs.sort(key=lambda p: not (p[0][1] and p[0][1] == p[1][1]))
+    for (a, pa), (b, pb) in pairs:
+        if pa and pb and pa != pb:
+            continue   # two groups: their SeqNums count apart
+        op_a, op_b = str(a.data["op"]), str(b.data["op"])
+        n_a, n_b = str(a.data.get("numel_in") or ""), str(b.data.get("numel_in") or "")
+        if op_a != op_b or (op_a in same_count and n_a and n_b and n_a != n_b):
+            return (a, pa), (b, pb)
+    return None
+
+
 # At most this many silent ranks are named; more would say nothing a count does not.
 NAMED_SILENT_RANKS = 256
 
@@ -697,10 +767,22 @@ class PidsLimitRefused(Rule):
         said = events_of(case, set(SIGN.limits_pids_refused.params["beside"]))
         if not said:
             return []
-        hits = [f for f in case.facts if f.name == "cgroup.pids_max_hits" and isinstance(f.value, int) and f.value > 0]
+        counts = [f for f in case.facts if f.name == "cgroup.pids_max_hits" and isinstance(f.value, int)]
+        hits = [f for f in counts if f.value > 0]
+        groups = {f: _pids_group_of(f, case) for f in counts}
+        if len(set(groups.values())) > 1:
+            # A listing of several groups (grep -H over /sys/fs/cgroup/pids/*): a refusal counts only in
+            # the job's group -- one its own lines name (audit 8 M1: a CI runner's 'max 1' beside the
+            # job's 'max 0' is no refusal of the job's)
+            named = [f for f in hits if groups[f] and _named_leaf(groups[f], case)]
+            if hits and not named:
+                trace.append(f"{self.id}: the bundle lists {len(set(groups.values()))} pids groups and none the job's "
+                             f"lines name: {hits[0].ref.describe()}'s refusals are not shown to be the job's")
+            hits = named
         if hits:
             f = hits[0]
-            limit = next((g for g in case.facts if g.name == "cgroup.pids_max"), None)
+            limit = next((g for g in case.facts if g.name == "cgroup.pids_max"
+                          and _pids_group_of(g, case) == groups[f]), None)
             trace.append(f"{self.id}: pids.events max {f.value} ({f.ref.describe()}) beside {said[0].ref.describe()}")
             return [sign_finding(k, SIGN.limits_pids_refused, self.id,
                                  f"the job's pids cgroup refused {f.value} task creation(s) ({f.ref.describe()})"
@@ -727,6 +809,25 @@ class PidsLimitRefused(Rule):
 _PIDS_REJECTED = re.compile(r"fork rejected by pids controller in (?P<group>/\S*)")
 # a container's cgroup leaf (docker-<id>.scope, cri-containerd-<id>.scope, crio-<id>, /docker/<id>): its id
 _CONTAINER_ID = re.compile(r"(?:^|[-/])(?P<id>[0-9a-f]{12})[0-9a-f]{0,52}(?:\.scope)?$")
+
+
+def _pids_group_of(fact, case: Case) -> str:
+    """The pids group a pids file's value belongs to: the nearest cgroup.pids_group fact at or above
+    its line in the same file (the value's own grep -H line, or the header above it)."""
+    above = [g for g in case.facts if g.name == "cgroup.pids_group" and g.ref.path == fact.ref.path
+             and g.ref.line is not None and fact.ref.line is not None and g.ref.line <= fact.ref.line]
+    return str(max(above, key=lambda g: g.ref.line).value) if above else ""
+
+
+def _named_leaf(group: str, case: Case) -> bool:
+    """The group's leaf (a container id, a job's folder) on a line of the job's own files."""
+    leaf = group.rstrip("/").rsplit("/", 1)[-1]
+    if len(leaf) < 4:
+        return False
+    kernel = produced_by("parser:kernel")
+    skip = {g.ref.path for g in case.facts if g.name.startswith("cgroup.")}
+    return any(e.kind not in kernel and e.ref.path not in skip and (leaf in e.text or e.host == leaf)
+               for e in case.events)
 
 
 def _the_jobs_group(group: str, case: Case) -> bool:

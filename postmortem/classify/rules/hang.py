@@ -195,7 +195,7 @@ class CgroupHeldBack(Rule):
         if not hang:
             return []
         out = []
-        frozen = next((f for f in facts if f.name == "cgroup.frozen" and f.value is True), None)
+        frozen = _job_frozen(case, facts, self.id, trace)
         if frozen is not None:
             trace.append(f"{self.id}: a cgroup of the job was frozen ({frozen.ref.describe()}) beside {hang[0].ref.describe()}")
             out.append(sign_finding(k, SIGN.cgroup_frozen_during_hang, self.id,
@@ -217,6 +217,51 @@ class CgroupHeldBack(Rule):
                                     f"others waited in a collective until the timeout ({hang[0].ref.describe()})",
                                     hang[:2], "throttled", extra_refs=(throttled[0].ref,)))
         return out
+
+
+def _job_frozen(case, facts, rule: str, trace: list[str]):
+    """The frozen reading of the JOB's group, or None (audit 8 H4).  A freezer listing can show
+    any group of the host: a frozen one is the job's only when the job's own lines name it, or
+    when no group of the listing is thawed (one group `cat`, or a ps row of a frozen task); a
+    group the job's lines name that is THAWED, or a thawed group beside the frozen one with
+    neither named, leaves the job's state unknown."""
+    states = [f for f in facts if f.name == "cgroup.frozen"]
+    frozen = [f for f in states if f.value is True]
+    if not frozen:
+        return None
+    groups = {f: _group(f) for f in states}
+    files = {f.ref.path for f in states}
+    named = {g for g in set(groups.values()) if g and _named_by_job(case, g.rsplit("/", 1)[-1], files)}
+    if named:
+        mine = [f for f in states if groups[f] in named]
+        hit = next((f for f in mine if f.value is True), None)
+        if hit is None:
+            trace.append(f"{rule}: the job's group ({', '.join(sorted(named))}) is not frozen; another group's "
+                         f"state ({frozen[0].ref.describe()}) is not the job's")
+        return hit
+    thawed = [f for f in states if f.value is False]
+    if thawed:
+        trace.append(f"{rule}: the listing shows a thawed group ({thawed[0].ref.describe()}) beside the frozen one "
+                     f"({frozen[0].ref.describe()}) and no line of the job names either: which is the job's is not known")
+        return None
+    return frozen[0]
+
+
+# parsers/cgroup_state.py names a freezer state's group in its text: "FROZEN in /sys/fs/cgroup/freezer/job"
+_GROUP_TEXT = re.compile(r" in (?P<group>/\S+)$")
+
+
+def _group(f) -> str:
+    m = _GROUP_TEXT.search(f.text or "")
+    return m.group("group") if m else ""
+
+
+def _named_by_job(case, name: str, skip: set[str]) -> bool:
+    """A group's folder name (a container id, a job's slice) on a line of the bundle outside the
+    cgroup listings themselves."""
+    if len(name) < 4:
+        return False
+    return any(name in (e.text or "") for e in case.events if e.ref.path not in skip)
 
 
 def _fact_number(facts, name: str):
@@ -286,6 +331,9 @@ class StacksAtTimeout(Rule):
         busy = {r: p for r, p in where.items() if not p.collective}
         if not waiting or (not hang and (len(where) < 2 or _a_rank_died(case))):
             return []   # (a snapshot beside a death: the death is the story, the dumps its aftermath)
+        p2p = self._one_direction(case, hang, params, where, trace)
+        if p2p is not None:
+            return [p2p(k)]
         listing = "; ".join(f"rank {r} {p.describe()}" for r, p in sorted(where.items())[:6])
         trace.append(f"{self.id}: {listing}")
         if not hang:
@@ -325,6 +373,55 @@ class StacksAtTimeout(Rule):
                                  extra_refs=tuple(p.ref for p in list(late.values())[:2] + list(waiting.values())[:2]),
                                  culprits=tuple(sorted(late)))]
         return []
+
+
+    def _one_direction(self, case: Case, hang: list[Event], params, where: dict, trace: list[str]):
+        """Every rank of the job waits in send() (or every one in recv()): no transfer can pair.
+        A rank's place may also come from the gloo error its wait raised when the peer went away
+        (a "Connection closed by peer" traceback ending in the same c10d call)."""
+        if not hang:
+            return None
+        p2p = registry().signals[SIGN.stacks_p2p_one_direction.id].params
+        places = dict(where)
+        for r, pos in _peer_gone_positions(case, params).items():
+            places.setdefault(r, pos)
+        ranks = {e.rank for e in case.events if e.rank is not None} | set(places)
+        world = max(ranks) + 1 if ranks else 0
+        if world < 2 or set(places) != set(range(world)):
+            return None
+        calls = {p.collective for p in places.values()}
+        for direction in ("send_calls", "recv_calls"):
+            if calls and calls <= set(p2p[direction]):
+                break
+        else:
+            return None
+        call = next(iter(calls))
+        listing = "; ".join(f"rank {r} {p.describe()}" for r, p in sorted(places.items())[:6])
+        trace.append(f"{self.id}: every rank of the job (0..{world - 1}) waited in {call}(): {listing}")
+        decided = all(p.origin == "traceback" or p.origin in stacklib.HANG_ORIGINS for p in places.values()) \
+            and not _nccl_in(case)
+        sign = SIGN.stacks_p2p_one_direction if decided else SIGN.stacks_different_collectives_async
+        summary = (f"every rank of the job waited in {call}() ({listing}): a point-to-point transfer completes only "
+                   f"against the peer's opposite call, and no rank was in it -- the ranks' send/recv sequences do not "
+                   "match (their pipeline or exchange configuration differs)")
+        return lambda k: sign_finding(k, sign, self.id, summary, hang[:2], "desync",
+                                      extra_refs=tuple(p.ref for p in places.values())[:6])
+
+
+def _peer_gone_positions(case: Case, params) -> dict[int, "_Position"]:
+    """Ranks placed by the traceback of a peer-gone error (gloo "Connection closed by peer"):
+    gloo raises it in the work.wait() of the call the rank was in."""
+    gone = {(e.ref.path, (e.text or "").strip()) for e in events_of(case, (KIND.msg_nccl_connection_closed,))}
+    out: dict[int, _Position] = {}
+    for s in case.stacks:
+        if s.origin != "traceback" or (s.ref.path, s.title.strip()) not in gone:
+            continue
+        rank = stacklib.rank_of(s)
+        call = _collective_of(s.frames, params, True) if rank is not None else None
+        if rank is None or not call:
+            continue
+        out.setdefault(rank, _Position(call, "", "", False, s.ref, s.origin, tuple(s.frames)))
+    return out
 
 
 def _a_rank_died(case: Case) -> bool:

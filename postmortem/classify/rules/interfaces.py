@@ -317,7 +317,16 @@ class PathDiscards(Rule):
             info = f.value
             options = info.get("port_options") or {}
             if info.get("port_state") in params["blocking_states"]:
-                bad.append((f, f"STP state {info['port_state']}"))
+                # STP blocks every redundant port in its steady state (the alternate path), and a port
+                # listens/learns for one forward delay after any port comes up: only a bridge left
+                # with no forwarding port at all is cut off (audit 8 M4)
+                others = [g.value.get("name") for g in ports if g is not f
+                          and g.value.get("master") == info.get("master") and g.value.get("port_state") == "forwarding"]
+                if others:
+                    trace.append(f"{self.id}: port {info.get('name')} is {info['port_state']} but bridge "
+                                 f"{info.get('master')} forwards on {', '.join(map(str, others[:3]))}: a redundant path")
+                    continue
+                bad.append((f, f"STP state {info['port_state']} and no port of bridge {info.get('master')} forwarding"))
             elif all(options.get(o) == "off" for o in params["no_delivery_options"]):
                 port = str(info.get("name"))
                 entries = [e for e in fdb if e.get("dev") == port]
@@ -350,21 +359,32 @@ class FirewallDiscards(Rule):
         params = SIGN.net_firewall_discards.params
         chains = [f for f in case.facts if f.name == FIREWALL_FACT and isinstance(f.value, dict)
                   and f.value.get("chain") not in params["own_traffic_chains"]]
+        failed_text = re.compile(params["connect_failed"])
+        failed = [e for e in case.events if failed_text.search(e.text or "")]
+        # The job's own peers: the addresses and ports its failed connects name (audit 8 H10): a rule
+        # for another port or host (fail2ban on 22, kube-proxy's service REJECTs) is not its path.
+        ports = {int(p) for e in failed for p in _PORT.findall(e.text or "") if p.isdigit()}
+        addrs = {a for e in failed for a in _IPV4.findall(e.text or "")}
         hits: list[tuple[Fact, str]] = []
         for f in chains:
             info = f.value
             if info.get("policy") in params["discarding_targets"] and info.get("policy_packets", 0) > 0:
-                hits.append((f, f"chain {info['chain']} policy {info['policy']}: {info['policy_packets']} packet(s)"))
+                if info.get("chain") in params["policy_chains"]:
+                    hits.append((f, f"chain {info['chain']} policy {info['policy']}: {info['policy_packets']} packet(s)"))
+                else:
+                    # an INPUT policy counts every unsolicited packet from anywhere, of every protocol
+                    # (scanners, UDP syslog, broadcasts): no sign that the job's TCP was among them
+                    trace.append(f"{self.id}: chain {info['chain']} policy {info['policy']} counted "
+                                 f"{info['policy_packets']} packet(s) of any protocol from anywhere: not read as the job's")
             for rule in info.get("rules") or ():
                 if (rule.get("target") in params["discarding_targets"] and rule.get("packets", 0) > 0
                         and str(rule.get("prot")).lower() in params["tcp_protocols"]
-                        and not any(_local_side(rule.get(side, "*")) for side in ("in", "out"))):
+                        and not any(_local_side(rule.get(side, "*")) for side in ("in", "out"))
+                        and _covers(rule, ports, addrs)):
                     hits.append((f, f"chain {info['chain']}: {rule['target']} matched {rule['packets']} packet(s)"
                                     + (f" ({rule['match']})" if rule.get("match") else "")))
         if not hits:
             return []
-        failed_text = re.compile(params["connect_failed"])
-        failed = [e for e in case.events if failed_text.search(e.text or "")]
         if not failed:
             trace.append(f"{self.id}: a filter discarded packets ({hits[0][1]}) but none of the job's connections failed")
             return []
@@ -374,6 +394,42 @@ class FirewallDiscards(Rule):
         trace.append(f"{self.id}: {what}; the job's connect failed at {failed[0].ref.describe()}")
         return [sign_finding(k, SIGN.net_firewall_discards, self.id, summary, failed[:2], "firewall",
                              extra_refs=tuple(dict.fromkeys(x.ref for x, _ in hits[:2])))]
+
+
+_PORT = re.compile(r"(?:, |:)(\d{2,5})\)?(?:\.|\s|$)")
+_IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
+_RULE_PORTS = re.compile(r"\bdpts?:(\d{1,5})(?::(\d{1,5}))?|\bdports ([\d,:]+)")
+
+
+def _covers(rule: dict, ports: set[int], addrs: set[str]) -> bool:
+    """Could the rule have matched the job's connects?  Not when it names destination ports none
+    of which is a port the job's failed connects name, nor a destination address that is not
+    one of theirs; a rule naming neither matches all TCP (the job's too).  With no port or
+    address in the job's lines, only such a rule counts."""
+    match = str(rule.get("match") or "")
+    named: list[tuple[int, int]] = []
+    for lo, hi, multi in _RULE_PORTS.findall(match):
+        if multi:
+            for part in multi.split(","):
+                a, _, b = part.partition(":")
+                named.append((int(a), int(b or a)))
+        else:
+            named.append((int(lo), int(hi or lo)))
+    if named and not any(a <= p <= b for p in ports for a, b in named):
+        return False
+    dest = str(rule.get("destination") or "0.0.0.0/0")
+    if dest not in ("0.0.0.0/0", "::/0", "anywhere") and not _in_any(dest, addrs):
+        return False
+    return True
+
+
+def _in_any(net: str, addrs: set[str]) -> bool:
+    import ipaddress
+    try:
+        network = ipaddress.ip_network(net, strict=False)
+        return any(ipaddress.ip_address(a) in network for a in addrs)
+    except ValueError:
+        return False
 
 
 def _local_side(name: str) -> bool:
