@@ -205,3 +205,27 @@ def test_fifth_frozen_split_first_seen_floor():
     assert result["category_correct"] >= 18 and result["cause_correct"] >= 18, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
+
+
+_SWEEP8 = ("gh", "lab-a", "lab-b", "lab-c")
+
+
+def test_validation26_floor():
+    """The development half of the eighth blind sweep (fixtures/validation26, see its README):
+    first seen at 042df4e with 20/36 categories and 15/36 causes, no confident mistake."""
+    result = evaluate([ROOT / "fixtures/validation26" / g for g in _SWEEP8])
+    assert result["total"] == 36
+    assert result["category_correct"] >= 20 and result["cause_correct"] >= 15, (result["category_correct"], result["cause_correct"])
+    assert not result["confident_wrong"]
+    assert result["evidence_ok"] == result["total"]
+
+
+def test_sixth_frozen_split_first_seen_floor():
+    """The frozen half of the eighth blind sweep (fixtures/frozen/sweep-2026-12h): first seen at
+    042df4e with 16/28 categories and 12/28 causes, no confident mistake. Nobody develops against
+    it; the floor only guards against regressions (counts only)."""
+    result = evaluate([ROOT / "fixtures/frozen/sweep-2026-12h" / g for g in _SWEEP8])
+    assert result["total"] == 28
+    assert result["category_correct"] >= 16 and result["cause_correct"] >= 12, (result["category_correct"], result["cause_correct"])
+    assert not result["confident_wrong"]
+    assert result["evidence_ok"] == result["total"]
