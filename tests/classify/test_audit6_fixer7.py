@@ -3,24 +3,9 @@ the real line that was over-claimed and a near miss.  Bundles are arranged at te
 files and lines (sources named beside them); any edit made at test time is marked."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from postmortem.run import analyze
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "fixtures"
-
-
-def _bundle(tmp_path: Path, files: dict[str, str]):
-    bundle = tmp_path / "bundle"
-    bundle.mkdir(parents=True)
-    for name, text in files.items():
-        (bundle / name).write_text(text, encoding="utf-8")
-    return analyze(bundle)
-
-
-def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
+from tests.classify.arrange import FIXTURES, ROOT, analyze_files as _bundle, read as _read  # noqa: F401
 
 
 # ---------------------------------------------------------------- H10 (time): a later fault explains no earlier crash

@@ -7,20 +7,7 @@ from pathlib import Path
 
 from postmortem.run import analyze
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "fixtures"
-
-
-def _bundle(tmp_path: Path, files: dict[str, str]):
-    bundle = tmp_path / "bundle"
-    bundle.mkdir(parents=True)
-    for name, text in files.items():
-        (bundle / name).write_text(text, encoding="utf-8")
-    return analyze(bundle)
-
-
-def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
+from tests.classify.arrange import FIXTURES, ROOT, analyze_files as _bundle, read as _read  # noqa: F401
 
 
 def _line(path: Path, needle: str) -> str:
