@@ -221,9 +221,33 @@ class AppError(Rule):
                      + (f" (a library: {site.module})" if site is not None and site.module and _library_module(site.module)
                         else ""))
         refs = (crashed.ref,) if crashed else ()
+        recursing = _recursion(crashed.frames) if crashed and signal == "SIGSEGV" and not at_own else None
+        if recursing is not None:
+            summary += (f" — {_frame_text(recursing[0])} called itself in {recursing[1]} frames in a row"
+                        " (as far as the backtrace shows): unbounded recursion ran the thread out of stack")
+            trace.append(f"{self.id}: {_frame_text(recursing[0])} repeats {recursing[1]} frames in a row below the fault")
         # The death and its own stack are one event: the fault site qualifies it, it is no second sign.
-        sign = SIGN.app_native_frames if at_own else SIGN.app_native_fault
+        sign = (SIGN.app_native_frames if at_own else SIGN.app_native_recursion if recursing is not None
+                else SIGN.app_native_fault)
         return sign_finding(k, sign, self.id, summary, [e], signal, extra_refs=refs)
+
+
+def _recursion(frames) -> tuple[Frame, int] | None:
+    """The longest run of one native function calling itself below the signal handler, when it is
+    at least signals.toml app.native_recursion recursion_frames long and not a library's (CUDA,
+    NCCL, the driver): (its first frame, the run's length)."""
+    best: tuple[Frame, int] | None = None
+    run_start, run = None, 0
+    for f in _below_handler(frames):
+        if f.language != "python" and f.function and run_start is not None and (f.function, f.module) == (run_start.function, run_start.module):
+            run += 1
+        else:
+            run_start, run = (f, 1) if f.language != "python" and f.function else (None, 0)
+        if run_start is not None and (best is None or run > best[1]):
+            best = (run_start, run)
+    if best is None or best[1] < registry().signals[SIGN.app_native_recursion.id].params["recursion_frames"]:
+        return None
+    return None if best[0].module and _library_module(best[0].module) else best
 
 
 def _with_native_frames(crashed: Stack | None, stacks, signal: str) -> Stack | None:
