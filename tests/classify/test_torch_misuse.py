@@ -106,3 +106,25 @@ def test_near_misses_are_not_read_as_misuse(tmp_path, line, cause):
     assert m is None or m.entry.subsystem != "misuse"
     if cause is not None:
         assert _verdict(tmp_path, line).cause == cause
+
+
+# autograd's engine (validate_outputs): a custom autograd.Function's backward returned a gradient of
+# the wrong shape.  The real line of validation26's lab crash (a job's MaskedMean Function, torch
+# 2.13.0; found after the eighth sweep's first-seen score).
+_INVALID_GRADIENT = ROOT / ("fixtures/validation26/lab-a/lab8-rank1-masked-mean-backward-short-batch/bundle/"
+                            "torchrun_logs")
+
+
+def test_a_backward_returning_a_wrong_shaped_gradient_is_the_jobs_code(tmp_path):
+    line = next(line for p in sorted(_INVALID_GRADIENT.rglob("stderr.log"))
+                for line in p.read_text(encoding="utf-8").splitlines() if "invalid gradient" in line)
+    m = C.match_message(line, ("pytorch",))
+    assert m is not None and m.entry.id == "pt.backward_invalid_gradient" and m.cause == "app_error"
+    v = _verdict(tmp_path, line)
+    assert (v.category.value, v.cause) == ("config", "app_error")
+
+
+def test_anomaly_modes_nan_line_from_the_same_engine_check_is_not_an_invalid_gradient():
+    # the same function of the engine (validate_outputs) printing its NaN check: its own entry
+    m = C.match_message(_line("RuntimeError: Function 'LogBackward0' returned nan values"), ("pytorch",))
+    assert m is not None and m.entry.id == "pt.anomaly_nan_output"

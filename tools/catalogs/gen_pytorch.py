@@ -245,6 +245,15 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "app_error", "specific", "backward ran twice over one graph whose saved tensors were already freed: the job's training step"),
     ("pt.inplace_modified", "misuse", WHEEL, "one of the variables needed for gradient computation has been modified by an inplace operation: [",
      "app_error", "specific", "an in-place operation overwrote a tensor autograd saved for backward: the job's model code"),
+    # torch/csrc/autograd/engine.cpp validate_outputs: a backward function returned a gradient whose
+    # shape does not fit its input ("Function <name> returned an invalid gradient at index i - got
+    # [..] but expected shape compatible with [..]").  ATen's own derivatives are generated to fit
+    # (tools/autograd/derivatives.yaml), so the function that returns it is a custom
+    # torch.autograd.Function's backward (named <Class>Backward) or a custom op's: the job's code.
+    # Motivated by fixtures/validation26/lab-a/lab8-rank1-masked-mean-backward-short-batch (found
+    # after the eighth sweep's first-seen score).
+    ("pt.backward_invalid_gradient", "misuse", WHEEL, "invalid gradient at index {d} - got {} but expected shape compatible with {}",
+     "app_error", "specific", "a backward function returned a gradient of the wrong shape: the job's custom autograd.Function (or custom op) computes its gradient for another shape than its input"),
     # torch/distributed/distributed_c10d.py _get_default_group: a collective (or DDP) called
     # before init_process_group in this process -- the job's code or its launch skipped the init.
     ("pt.default_pg_not_initialized", "misuse", WHEEL, "Default process group has not been initialized, please make sure to call init_process_group.",
