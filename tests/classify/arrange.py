@@ -20,3 +20,12 @@ def analyze_files(tmp_path: Path, files: dict[str, str]):
 
 def read(path: Path) -> str:
     return path.read_text(encoding="utf-8")
+
+
+def claims_without(verdict, sign: str) -> bool:
+    """The verdict does not rest on `sign`: unknown, or claimed on the timeouts' own two signs
+    (every rank timed out at the same logged step: timeout.all_ranks + timeout.ranks_level)."""
+    if any(sign in line for line in verdict.trace if "rests on" in line):
+        return False
+    return verdict.cause == "unknown" or any(
+        "rests on 2 independent weak signs: timeout.all_ranks, timeout.ranks_level" in line for line in verdict.trace)

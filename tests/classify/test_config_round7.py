@@ -12,6 +12,8 @@ from postmortem.classify.rules.config import PidsLimitRefused
 from postmortem.parsers.pytrace import is_exception_name
 from postmortem.run import analyze
 
+from tests.classify.arrange import analyze_files as _bundle
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 K = knowledge.load()
@@ -21,14 +23,6 @@ _RAGGED = FIXTURES / "validation24/lab-c/lab6-ragged-reviews-default-collate/bun
 _PANO = FIXTURES / "validation24/lab-c/lab6-ulimit-v-pano-decode-buffer/bundle"
 _SHM_WORKER = FIXTURES / "bundles/lab-shm-worker-enospc/bundle"       # real: fixtures/lab/shm_worker_enospc.sh
 _WORKER_SEGV = FIXTURES / "validation24/lab-c/lab6-deep-json-record-worker-segv/bundle"
-
-
-def _bundle(tmp_path: Path, files: dict[str, str]):
-    bundle = tmp_path / "bundle"
-    bundle.mkdir(parents=True)
-    for name, text in files.items():
-        (bundle / name).write_text(text, encoding="utf-8")
-    return analyze(bundle)
 
 
 def _rank1_traceback() -> str:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from postmortem.run import analyze
 
+from tests.classify.arrange import claims_without as _claims_without
+
 ROOT = Path(__file__).resolve().parents[2]
 LEARNING_OFF = ROOT / "fixtures/validation24/lab-a/lab6-switch-port-learning-off-midrun/bundle"
 ROUTER = ROOT / "fixtures/validation24/lab-b/lab6-router-docker-forward-drop/bundle"
@@ -24,15 +26,6 @@ def _fired(verdict, rule: str) -> bool:
     return any(line.startswith(f"{rule}: ") and ("forwarding entry on it" in line or "STP state" in line
                                                   or "the job's connect failed" in line)
                for line in verdict.trace)
-
-
-def _claims_without(verdict, sign: str) -> bool:
-    """The verdict does not rest on `sign`: unknown, or claimed on the timeouts' own two signs
-    (every rank timed out at the same logged step: timeout.all_ranks + timeout.ranks_level)."""
-    if any(sign in line for line in verdict.trace if "rests on" in line):
-        return False
-    return verdict.cause == "unknown" or any(
-        "rests on 2 independent weak signs: timeout.all_ranks, timeout.ranks_level" in line for line in verdict.trace)
 
 
 def _copy(src: Path, tmp_path: Path) -> Path:

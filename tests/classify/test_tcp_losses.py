@@ -9,6 +9,8 @@ from pathlib import Path
 
 from postmortem.run import analyze
 
+from tests.classify.arrange import claims_without as _claims_without
+
 ROOT = Path(__file__).resolve().parents[2]
 CASE = ROOT / "fixtures" / "validation23" / "lab-b" / "lab5-routed-path-packet-loss" / "bundle"
 SYSTEM = ROOT / "fixtures" / "system"
@@ -16,15 +18,6 @@ SYSTEM = ROOT / "fixtures" / "system"
 
 def _fired(verdict) -> bool:
     return any(line.startswith("tcp-connection-losses: ") and "not the job's path" not in line for line in verdict.trace)
-
-
-def _claims_without(verdict, sign: str) -> bool:
-    """The verdict does not rest on `sign`: unknown, or claimed on the timeouts' own two signs
-    (every rank timed out at the same logged step: timeout.all_ranks + timeout.ranks_level)."""
-    if any(sign in line for line in verdict.trace if "rests on" in line):
-        return False
-    return verdict.cause == "unknown" or any(
-        "rests on 2 independent weak signs: timeout.all_ranks, timeout.ranks_level" in line for line in verdict.trace)
 
 
 # torch's c10d INFO line (TORCH_CPP_LOG_LEVEL=INFO), GENERATED here from the format string in the torch 2.13

@@ -7,6 +7,7 @@ The other ranks' timeouts and connection errors after it are its fallout (causes
 app_error `explains`)."""
 from __future__ import annotations
 
+import itertools
 import re
 
 from postmortem import stacks as stack_code
@@ -236,15 +237,10 @@ def _recursion(frames) -> tuple[Frame, int] | None:
     """The longest run of one native function calling itself below the signal handler, when it is
     at least signals.toml app.native_recursion recursion_frames long and not a library's (CUDA,
     NCCL, the driver): (its first frame, the run's length)."""
-    best: tuple[Frame, int] | None = None
-    run_start, run = None, 0
-    for f in _below_handler(frames):
-        if f.language != "python" and f.function and run_start is not None and (f.function, f.module) == (run_start.function, run_start.module):
-            run += 1
-        else:
-            run_start, run = (f, 1) if f.language != "python" and f.function else (None, 0)
-        if run_start is not None and (best is None or run > best[1]):
-            best = (run_start, run)
+    runs = [(run[0], len(run)) for key, group in itertools.groupby(
+                _below_handler(frames), key=lambda f: (f.function, f.module) if f.language != "python" and f.function else None)
+            if key is not None for run in [list(group)]]
+    best = max(runs, key=lambda r: r[1], default=None)
     if best is None or best[1] < registry().signals[SIGN.app_native_recursion.id].params["recursion_frames"]:
         return None
     return None if best[0].module and _library_module(best[0].module) else best
