@@ -422,6 +422,32 @@ class NcclParser(LineParser):
         self._plain[shape] = self.repeat_target = data
         return True
 
+    def said_copy(self, line: Line, thread: tuple, parts: tuple) -> bool:
+        """What feed_info(line, thread, parts) does with another thread's (rank's) copy of an Init or
+        network line whose first copy left its fields (_MADE), done without the general path; False
+        (nothing done) for any other line.  scan.py calls it for lines without a time or wrapper."""
+        if self._chains or self._last_warn:
+            return False
+        dev_s, msg = parts
+        dev = int(dev_s) if dev_s else None
+        made_as = _MADE.get((msg, dev))
+        if made_as is None:  # (only a message _said_once parsed is there: no chain link, no channel)
+            return False
+        host, pid, tid = thread
+        said = _said_key(host, pid, tid, dev_s, msg)
+        seen = self._said.get(said)
+        if seen is not None:
+            seen["count"] += 1
+            self.repeat_target = seen
+            return True
+        kind, rank, fields = made_as
+        data = {key: value.copy() if type(value) is list else value for key, value in fields.items()}
+        self.sink.made_again(line, kind, line.stamp, host, int(pid) if pid else None, int(tid) if tid else None,
+                             rank, data)
+        data["count"] = 1
+        self._said[said] = self.repeat_target = data
+        return True
+
     def materialize(self) -> None:
         """The deferred plain events made after all (their file has a printed time: fold.AsRead),
         each with the number it drew, at its place in reading order."""
