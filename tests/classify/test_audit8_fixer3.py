@@ -77,3 +77,30 @@ def test_a_reject_still_explains_refused_connects():
     # near miss: a REJECT (tcp-reset) does send the RST the job's gloo connects report as refused
     v = analyze(FIXTURES / "validation23/lab-b/lab5-node0-connlimit-firewall/bundle").verdict
     assert any("firewall-discards: chain INPUT: REJECT matched 8" in t for t in v.trace), v.trace
+
+
+# ---------------------------------------------------------------- H11 (b): a warning at init dates no failure
+
+_OOM_LOOPBACK = FIXTURES / "launcher/oom_killed_peer_loopback"   # real: probe k1
+
+
+def test_a_warning_printed_at_init_does_not_make_the_fallout_come_first(tmp_path):
+    # probe k1: gloo's loopback warning 7.5 s before the OOM kill, then 25 steps ran
+    a = _bundle(tmp_path, {p.name: _read(p) for p in _OOM_LOOPBACK.iterdir() if p.suffix in (".log", ".txt")})
+    assert not any("is no fallout of host_oom: its first sign" in t for t in a.verdict.trace), a.verdict.trace
+    assert any("nccl_network" in t and "is explained by host_oom" in t for t in a.verdict.trace), a.verdict.trace
+    assert a.verdict.cause == "host_oom", a.verdict.trace
+
+
+def test_an_error_line_still_dates_its_cause():
+    # near miss: only signs their own program prints below error are skipped -- gloo's 'Connection
+    # closed by peer' (an error) and an exception still date the failure they are part of (the time
+    # order of tests/classify/test_audit6.py's IndexError-before-Xid arrangement keeps working)
+    from postmortem.classify import _warned_condition
+    from postmortem.knowledge import load
+    from postmortem.model import Finding
+    k = load()
+    warn = Finding("nccl_network", "comms", 0.3, "known-message", "", (), signal="msg.gloo_loopback_fallback")
+    err = Finding("nccl_network", "comms", 0.3, "known-message", "", (), signal="msg.nccl_connection_closed")
+    app = Finding("app_error", "config", 0.55, "app-error", "", (), signal="app.exception")
+    assert _warned_condition(warn, k) and not _warned_condition(err, k) and not _warned_condition(app, k)
