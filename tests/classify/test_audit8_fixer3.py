@@ -104,3 +104,28 @@ def test_an_error_line_still_dates_its_cause():
     err = Finding("nccl_network", "comms", 0.3, "known-message", "", (), signal="msg.nccl_connection_closed")
     app = Finding("app_error", "config", 0.55, "app-error", "", (), signal="app.exception")
     assert _warned_condition(warn, k) and not _warned_condition(err, k) and not _warned_condition(app, k)
+
+
+# ---------------------------------------------------------------- M1: EAGAIN under `ulimit -v`
+
+_EAGAIN_V = FIXTURES / "system/eagain_ulimit_v"    # real: probe e6 (ulimit -v 200000, OMP_NUM_THREADS=64)
+_PIDS_LAB = FIXTURES / "validation23/lab-c/lab5-container-pids-limit-omp-threads/bundle"
+
+
+def test_a_thread_eagain_under_a_virtual_memory_limit_names_that_limit(tmp_path):
+    a = _bundle(tmp_path, {"job.log": _read(_EAGAIN_V / "job.log")})
+    assert a.verdict.cause == "unknown", a.verdict.trace
+    assert any("memory-limit-set: ulimit -v 200000" in t and "thread-creation EAGAIN" in t for t in a.verdict.trace), \
+        a.verdict.trace
+    assert "leaning host_oom" in a.verdict.summary, a.verdict.summary
+
+
+def test_the_same_eagain_without_a_virtual_memory_limit_stays_a_task_limit_lean(tmp_path):
+    # near miss: the lab's real EAGAIN line beside this machine's real `ulimit -a` with -v unlimited
+    eagain = next(l for l in _read(_PIDS_LAB / "launcher.log").splitlines(keepends=True) if "Thread creation failed" in l)
+    a = _bundle(tmp_path, {"limits.txt": _read(_EAGAIN_V / "ulimit_a_unlimited.txt"), "launcher.log": eagain})
+    assert not any("memory-limit-set" in t for t in a.verdict.trace), a.verdict.trace
+    assert "leaning app_error" in a.verdict.summary, a.verdict.summary
+    # and the lab (its own group's pids.events counted the refusals) still claims, naming both limits in its advice
+    v = analyze(_PIDS_LAB).verdict
+    assert v.cause == "app_error" and any("ulimit -v" in r for r in v.remediation), (v.cause, v.remediation)
