@@ -129,3 +129,32 @@ def test_the_same_eagain_without_a_virtual_memory_limit_stays_a_task_limit_lean(
     # and the lab (its own group's pids.events counted the refusals) still claims, naming both limits in its advice
     v = analyze(_PIDS_LAB).verdict
     assert v.cause == "app_error" and any("ulimit -v" in r for r in v.remediation), (v.cause, v.remediation)
+
+
+# ---------------------------------------------------------------- M4 (tc): which device a qdisc is on
+
+_LEARNING_OFF = FIXTURES / "validation24/lab-a/lab6-switch-port-learning-off-midrun/bundle"   # truth comms nccl_timeout
+_TC = FIXTURES / "system/tc_show_dev"     # real: make.sh (a shaper that dropped, `tc -s qdisc show dev X`)
+
+
+def _with_tc(tmp_path: Path, name: str):
+    files = {p.name: _read(p) for p in _LEARNING_OFF.iterdir() if p.is_file() and p.name != "switch.txt"}
+    return _bundle(tmp_path, {**files, "tc.txt": _read(_TC / name)})
+
+
+def test_a_qdisc_on_a_host_only_device_named_by_its_command_line_is_not_the_path(tmp_path):
+    # before: dev '' for every header of `tc -s qdisc show dev docker0`, so docker0's drops were the path's
+    a = _with_tc(tmp_path, "with_command_docker0.txt")
+    assert not any(t.startswith("path-discards: queueing discipline") for t in a.verdict.trace), a.verdict.trace
+
+
+def test_a_qdisc_on_an_unnamed_device_is_not_read_as_the_path(tmp_path):
+    a = _with_tc(tmp_path, "output_only.txt")
+    assert not any(t.startswith("path-discards: queueing discipline tbf on") for t in a.verdict.trace), a.verdict.trace
+    assert any("on a device the output does not name" in t for t in a.verdict.trace), a.verdict.trace
+
+
+def test_the_same_qdisc_on_a_named_path_device_is_still_read(tmp_path):
+    # near miss: the same real shaper, its command line naming va
+    a = _with_tc(tmp_path, "with_command_va.txt")
+    assert any(t.startswith("path-discards: queueing discipline tbf on va") for t in a.verdict.trace), a.verdict.trace

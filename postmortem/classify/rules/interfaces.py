@@ -283,7 +283,7 @@ class PathDiscards(Rule):
         timeouts = events_of(case, TIMEOUT_KINDS)
         if not timeouts:
             return []
-        bad = self._ports(case, trace) + self._qdiscs(case)
+        bad = self._ports(case, trace) + self._qdiscs(case, trace)
         if not bad:
             return []
         f, what, why = bad[0]
@@ -293,7 +293,7 @@ class PathDiscards(Rule):
         return [sign_finding(k, SIGN.net_path_discards, self.id, summary, timeouts[:2], "path-discards",
                              extra_refs=tuple(dict.fromkeys(x.ref for x, _, _ in bad[:2])))]
 
-    def _qdiscs(self, case) -> list[tuple[Fact, str, str]]:
+    def _qdiscs(self, case, trace) -> list[tuple[Fact, str, str]]:
         out = []
         for f in case.facts:
             if f.name != QDISC_FACT or not isinstance(f.value, dict) or _host_local(str(f.value.get("dev") or "")):
@@ -301,7 +301,14 @@ class PathDiscards(Rule):
             sent, dropped = f.value.get("sent_packets"), f.value.get("dropped")
             if isinstance(sent, int) and isinstance(dropped, int) and dropped > 0 \
                     and 100 * dropped / (sent + dropped) >= LIMIT.interface_loss_pct:
-                where = f" on {f.value['dev']}" if f.value.get("dev") else ""
+                if not f.value.get("dev"):
+                    # `tc -s qdisc show dev X` saved without its command line names no device: the
+                    # drops may be docker0's or lo's, not the path's (audit 8 M4)
+                    trace.append(f"{self.id}: queueing discipline {f.value['kind']} dropped {dropped} packets "
+                                 f"({f.ref.describe()}) on a device the output does not name: keep the command "
+                                 "line (`tc -s qdisc show dev X`) or list all devices")
+                    continue
+                where = f" on {f.value['dev']}"
                 out.append((f, f"queueing discipline {f.value['kind']}{where} ({f.value.get('params', '')})".replace(" ()", ""),
                             f"dropped {dropped} of {sent + dropped} packets"))
         return out
