@@ -62,3 +62,36 @@ def test_a_network_stall_whose_ranks_stopped_logging_before_the_waits_is_not_rea
     v = analyze(_copy(tmp_path, BLACKHOLE)).verdict
     assert not any(SIGN in t for t in v.trace)
     assert v.category.value != "config", v.trace
+
+
+DOWNLOAD = FIX / "validation25" / "lab-b" / "lab7-rank0-features-download-barrier-timeout" / "bundle"
+NORMALISER = FIX / "validation26" / "lab-c" / "lab8-rank0-normaliser-fit-15s-timeout-restarts-exhausted" / "bundle"
+
+
+def test_a_rank_failing_of_its_own_error_long_after_the_peers_timeout_got_there_late(tmp_path):
+    # rank 1's barrier timed out (30 s) and its launcher recorded the failure at 03:02:37; rank 0
+    # (downloading on its own) reached the barrier, got "Connection closed by peer" and its record
+    # says 03:02:55 -- 18 s later, more than half the timeout
+    v = analyze(_copy(tmp_path, DOWNLOAD)).verdict
+    assert (v.category.value, v.cause) == ("config", "straggler_timeout"), v.trace
+    assert any("independent weak signs" in t and SIGN in t for t in v.trace), v.trace
+    assert 0 in v.root.culprit_ranks
+
+
+def test_failures_within_half_a_timeout_of_each_other_do_not_count(tmp_path):
+    # hostile input generated at test time: rank 0's failure record moved to 03:02:45 (8 s after
+    # rank 1's, under half of its 30 s timeout)
+    bundle = _copy(tmp_path, DOWNLOAD)
+    log = bundle / "node0.log"
+    log.write_text(log.read_text(encoding="utf-8").replace("2026-12-02_03:02:55", "2026-12-02_03:02:45"),
+                   encoding="utf-8")
+    v = analyze(bundle).verdict
+    assert not any(SIGN in t for t in v.trace), v.trace
+    assert v.cause != "straggler_timeout" or v.confidence < 0.35
+
+
+def test_a_peer_torn_down_by_the_launcher_is_no_sign_of_its_own(tmp_path):
+    # real near miss: rank 1 timed out in broadcast (15 s) while rank 0 was still fitting; torchrun
+    # SIGTERMed rank 0 -- its record is the teardown's signal, not an error of its own
+    v = analyze(_copy(tmp_path, NORMALISER)).verdict
+    assert not any(SIGN in t for t in v.trace), v.trace

@@ -276,9 +276,14 @@ class CollectiveTimeout(Rule):
             why = []
             if worked:
                 rank, line, timeout, late_s = worked
-                why.append(f"rank {rank} logged its own work ({line.ref.describe()}) {late_s:.0f} s after rank "
-                           f"{timeout.rank} had begun the wait that timed out ({timeout.ref.describe()}): it was alive "
-                           "and busy elsewhere, not waiting in the collective")
+                if line.kind == KIND.launcher_child_failed:
+                    why.append(f"rank {rank} failed of its own error ({line.ref.describe()}) {late_s:.0f} s after rank "
+                               f"{timeout.rank} had timed out ({timeout.ref.describe()}) and failed: it had not been "
+                               "waiting in the same collective, it got there late")
+                else:
+                    why.append(f"rank {rank} logged its own work ({line.ref.describe()}) {late_s:.0f} s after rank "
+                               f"{timeout.rank} had begun the wait that timed out ({timeout.ref.describe()}): it was "
+                               "alive and busy elsewhere, not waiting in the collective")
             if advancing:
                 why.append(f"the log shows '{advancing[0].data.get('task', '').strip()}' still running")
             if busy and waiting:
@@ -552,12 +557,12 @@ def _worked_on_after_wait(case: Case, timeouts: list[Event], silent: list[int]):
              if e.when and e.when.at and e.when.basis in (Basis.MEASURED, Basis.CONVERTED)
              and (e.when.uncertainty_s or 0) <= params["max_uncertainty_s"]]
     if not lines:
-        return None
+        return _failed_long_after(case, timeouts, wanted)
     file_rank = _file_ranks(case)
     mine = [(e.rank if e.rank is not None else file_rank.get(e.ref.path), e) for e in lines]
     mine = [(r, e) for r, e in mine if r in wanted]
     if not mine:
-        return None
+        return _failed_long_after(case, timeouts, wanted)
     for t in timeouts:
         limits = [int(v) for v in (t.data.get("timeout_ms"), t.data.get("ran_ms")) if str(v or "").isdecimal()]
         if t.rank is None or t.rank in wanted or not limits or not t.when or not t.when.at:
@@ -574,6 +579,34 @@ def _worked_on_after_wait(case: Case, timeouts: list[Event], silent: list[int]):
             late = (printed - began_by).total_seconds() if printed is not None else None
             if late is not None and late >= LIMIT.timeouts_apart_share * limit_s:
                 return r, e, t, late
+    return _failed_long_after(case, timeouts, wanted)
+
+
+def _failed_long_after(case: Case, timeouts: list[Event], wanted: set[int]):
+    """(rank, its failure record, timeout, seconds) when a rank that reported no timeout failed
+    of its own error (its launcher's record: exit code, no signal -- not the teardown) half a
+    timeout or more after the rank that timed out had failed: had it waited in the same
+    collective since the same moment, its own timeout (or the peer-gone error a waiting gloo pair
+    raises at once) would have ended it within the launchers' polling; it got there late.  Only
+    with its own error in the bundle that is no timeout (a rank whose timeout line is missing
+    would look the same)."""
+    records: dict[int, Event] = {}
+    for e in events_of(case, KIND.launcher_child_failed):
+        code = e.data.get("exitcode")
+        if e.rank is not None and e.when and e.when.at and isinstance(code, int) and code > 0:
+            records[e.rank] = e if e.rank not in records or e.when.at < records[e.rank].when.at else records[e.rank]
+    timeout_lines = {(t.ref.path, t.ref.line) for t in timeouts}
+    own_error = {e.rank for e in events_of(case, KIND.py_exception)
+                 if e.rank in wanted and (e.ref.path, e.ref.line) not in timeout_lines}
+    for t in timeouts:
+        limits = [int(v) for v in (t.data.get("timeout_ms"), t.data.get("ran_ms")) if str(v or "").isdecimal()]
+        if t.rank is None or t.rank in wanted or t.rank not in records or not limits:
+            continue
+        limit_s = max(limits) / 1000
+        for r in sorted(wanted & own_error & set(records)):
+            late = (records[r].when.at - records[t.rank].when.at).total_seconds()
+            if late >= LIMIT.timeouts_apart_share * limit_s:
+                return r, records[r], t, late
     return None
 
 
