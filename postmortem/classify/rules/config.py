@@ -12,7 +12,7 @@ from postmortem.classify.counter_evidence import (_NETWORK_TEXT, _TEARDOWN, carr
 from postmortem.classify.rules.app import _traceback_of
 from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, events_of, sign_finding
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
-from postmortem.model import Case, Event, Ref, Stack
+from postmortem.model import Case, Event, Finding, Ref, Stack
 
 # NCCL's own code: its exported/internal functions (ncclGroupEnd, ncclShmOpen, ncclProxyService)
 # or the library they are in -- not c10d's ProcessGroupNCCL, which only calls it.
@@ -402,6 +402,17 @@ class CollectiveTimeout(Rule):
         waiting = [s for s, w in zip(dumps, waits) if w]
         busy = [s for s, w in zip(dumps, waits) if not w]  # not `s not in waiting`: quadratic in ranks
         return busy, waiting
+
+def level_stall(case: Case, k) -> Finding | None:
+    """The collective-timeout reading when it found every rank of the world timed out in one
+    collective after each had logged the same step (timeout.ranks_level): no rank was behind,
+    the collective itself stopped moving.  Rules that measured the path (network state) pair
+    with it: the ranks' own logs say nobody was late, the host's state says why nothing moved."""
+    for f in CollectiveTimeout().findings(case, k, []):
+        if SIGN.timeout_ranks_level.id in f.signs:
+            return f
+    return None
+
 
 class TimeoutRecordsDisagree(Rule):
     """Two ranks' watchdog records of the same work of one process group disagree.
