@@ -21,6 +21,13 @@ A bridge port (`bridge -d link show`, `ip -d link` of a port) also gets `master`
 become Facts `net.fdb_entry` (mac, dev, dst, master, self, state).  The interface's own MAC
 (`link/ether` under `ip link`, the third column of `ip -br link`) is kept as `mac`.
 
+`ip -ts monitor link` (iproute2 ip/ipmonitor.c with -ts: utils.c print_timestamp prints
+`[%Y-%m-%dT%H:%M:%S.usec] ` in local time before each message) prints the same interface header
+for every change of a link's state: each becomes an Event `net.link_change` at its time (name,
+carrier, admin_up, state, master) -- a history, never a Fact of the current state:
+
+    [2026-12-02T06:30:53.471306] 997: swp2@if996: <BROADCAST,MULTICAST> mtu 1500 master br0 state DOWN
+
 `ip neigh` lines become Facts `net.neighbour` (addr, dev, lladdr or '', states: the NUD states
 as iproute2 ip/ipneigh.c print_neigh / nud_state_n2a prints them, e.g. ('STALE',), ('FAILED',)):
 
@@ -31,7 +38,11 @@ from __future__ import annotations
 
 import re
 
-from postmortem.parsers.base import Line
+from datetime import datetime
+
+from postmortem.knowledge.registry import KIND
+from postmortem.model import ClockKind, Severity, Stamp
+from postmortem.parsers.base import Line, emit
 from postmortem.parsers.system_base import Block, LineFormat, parse, tree_tokens
 
 FACT = "net.interface"
@@ -119,6 +130,40 @@ class IpLinkBlock(Block):
             self.sink.fact(self.header, FACT, self.info, text=self.header.text.strip())
 
 
+class IpMonitorLinkBlock(IpLinkBlock):
+    """One message of `ip -ts monitor link`: the timestamped interface header and the indented
+    `link/ether` line under it.  A change at a time, so an Event, not a Fact."""
+
+    opener = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?)\] (?:\d+: )?[^\s:]+: <[A-Z0-9_,-]*>")
+
+    def __init__(self, parser, header) -> None:
+        m = self.opener.match(header.text)
+        self.stamp: Stamp | None = None
+        if m:
+            try:
+                # local time without a zone (localtime() in print_timestamp): the timeline reads it in the case's zone
+                self.stamp = Stamp(ClockKind.WALL_LOCAL, wall=datetime.fromisoformat(m.group("ts")), resolution_s=1e-6)
+            except ValueError:
+                self.stamp = None
+        stripped = Line(header.path, header.no, header.text[m.end("ts") + 2:] if m else header.text, header.raw,
+                        header.host, header.rank, header.stamp)
+        super().__init__(parser, stripped)
+        self.header = header
+        self.ok = self.ok and self.stamp is not None
+
+    def close(self) -> None:
+        if self.ok:
+            data = {k: self.info.get(k) for k in ("name", "carrier", "admin_up", "state", "master")}
+            data["state"] = data["state"] or ""
+            emit(self.sink, self.header, KIND.net_link_change, Severity.WARNING if _link_down(self.info) else Severity.INFO,
+                 stamp=self.stamp, text=self.header.text.strip(), data=data)
+
+
+def _link_down(info: dict) -> bool:
+    """No link in this message: carrier lost, operationally down, or set administratively down."""
+    return info.get("carrier") is False or info.get("admin_up") is False or info.get("state") in ("DOWN", "LOWERLAYERDOWN")
+
+
 def brief(parser, line: Line, tree) -> bool:
     """`ip -br addr` / `ip -br link`: the operational state and the addresses."""
     tokens = tree_tokens(tree)
@@ -171,7 +216,7 @@ def fdb_entry(parser, line: Line, tree) -> bool:
 
 _MAC_WORD = re.compile(rf"^{_MAC}$")
 
-BLOCKS = (IpLinkBlock,)
+BLOCKS = (IpMonitorLinkBlock, IpLinkBlock)
 # the state column, then an address (v4 or v6 with a prefix length), a MAC (-br link), or nothing
 LINE_FORMATS = (
     LineFormat("ip_neigh", re.compile(rf"^(?:\d{{1,3}}(?:\.\d{{1,3}}){{3}}|[0-9a-fA-F:]*:[0-9a-fA-F:]*) dev \S+"

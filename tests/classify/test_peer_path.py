@@ -110,3 +110,76 @@ def test_a_policy_without_the_state_listing_says_nothing_of_the_sas(tmp_path):
     f = b / "node1_xfrm_link.txt"
     f.write_text(f.read_text().replace("$ ip xfrm state\n", ""))
     assert not _fired(analyze(b).verdict, "ipsec-policy-without-sa")
+
+
+SNAT = FIX / "validation26" / "lab-b" / "lab8-node0-egress-snat-rule-midrun" / "bundle"
+FLAP = FIX / "validation26" / "lab-b" / "lab8-switch-port-node1-flapping-midrun" / "bundle"
+STRAGGLER = FIX / "validation24" / "lab-a" / "lab6-node0-cpu-limit-10m-straggler" / "bundle"
+
+
+def test_a_source_nat_rule_rewriting_the_jobs_traffic_fires():
+    # node0_iptables_nat.txt: 'SNAT 0 -- * eth0 0.0.0.0/0 0.0.0.0/0 to:10.108.0.50' (1 packet); both
+    # ranks then failed with gloo's 'Connection closed by peer', each naming the other
+    v = analyze(SNAT).verdict
+    assert _fired(v, "source-rewritten-on-path"), v.trace
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+
+
+def test_a_masquerade_rule_for_a_container_subnet_does_not(tmp_path):
+    # near miss, changed at test time: Docker's own rule (MASQUERADE of 172.17.0.0/16 leaving
+    # by any interface but docker0) in place of the SNAT rule
+    b = _copy(SNAT, tmp_path / "bundle")
+    f = b / "node0_iptables_nat.txt"
+    f.write_text(f.read_text().replace(
+        "    1   100 SNAT       0    --  *      eth0    0.0.0.0/0            0.0.0.0/0            to:10.108.0.50",
+        "    1   100 MASQUERADE  0    --  *      !docker0  172.17.0.0/16        0.0.0.0/0"))
+    v = analyze(b).verdict
+    assert not _fired(v, "source-rewritten-on-path"), v.trace
+    assert v.cause == "unknown", v.trace
+
+
+def test_a_switch_port_going_down_between_the_jobs_start_and_its_failure_fires():
+    # switch_port_events.txt (ip -ts monitor link): swp2 DOWN at 06:30:53 after step 20, six outages
+    v = analyze(FLAP).verdict
+    assert _fired(v, "link-down-during-job"), v.trace
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+
+
+def test_the_same_port_record_with_its_outages_after_the_failure_does_not(tmp_path):
+    # near miss, changed at test time: the record's times moved one hour later (after the failure)
+    b = _copy(FLAP, tmp_path / "bundle")
+    f = b / "switch_port_events.txt"
+    f.write_text(f.read_text().replace("[2026-12-02T06:", "[2026-12-02T07:"))
+    v = analyze(b).verdict
+    assert not _fired(v, "link-down-during-job"), v.trace
+    assert v.cause == "nccl_timeout", v.trace
+
+
+def test_monitor_lines_are_events_with_their_time_not_facts_of_the_current_state():
+    text = ("[2026-12-02T06:30:53.471306] 997: swp2@if996: <BROADCAST,MULTICAST> mtu 1500 qdisc noqueue master br0 "
+            "state DOWN group default \n    link/ether c2:49:aa:61:ac:65 brd ff:ff:ff:ff:ff:ff link-netns pm8b1\n")
+    sink = Sink()
+    p = SystemParser("t.txt", sink)
+    for i, line in enumerate(text.splitlines(), 1):
+        p.feed(Line("t.txt", i, line, line))
+    p.finish()
+    assert not [f for f in sink.facts if f.name == "net.interface"]
+    [e] = sink.events
+    assert e.kind == "net.link_change" and e.data["name"] == "swp2" and e.data["admin_up"] is False
+    assert e.stamp.wall.isoformat() == "2026-12-02T06:30:53.471306"
+
+
+def test_a_rank_that_failed_on_its_transport_before_the_timeouts_is_not_silent():
+    # duplicate-IP run: rank 0 failed with 'Connection closed by peer' (torchrun entry 22:05:12) 29 s
+    # before rank 1's timeout (22:05:41): rank 0 was in the communication, not a straggler
+    v = analyze(DUP_IP).verdict
+    assert not any("straggler: silent" in t for t in v.trace), v.trace
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+
+
+def test_a_straggler_whose_closed_connection_came_after_the_timeout_stays_silent():
+    # near miss: node 0 was CPU-throttled; its 'Connection closed by peer' (entry 00:32:51) came after
+    # rank 1 timed out (00:30:57) and tore the pair down
+    v = analyze(STRAGGLER).verdict
+    assert any("straggler: silent [0]" in t for t in v.trace), v.trace
+    assert v.cause == "straggler_timeout", v.trace

@@ -242,8 +242,9 @@ class CollectiveTimeout(Rule):
         # A rank that others waited for by name (the one to publish the ncclUniqueId) is silent too.
         awaited = {int(e.data["awaited"]) for e in timeouts if str(e.data.get("awaited", "")).isdecimal()} - timed_out
         world = self._world(case, timed_out)
-        silent = silent_ranks(world, timed_out, awaited) if timed_out else []
-        some_rank_silent = world > sum(1 for r in timed_out if 0 <= r < world)
+        heard = timed_out | _failed_on_transport_first(case, k, timed_out)
+        silent = silent_ranks(world, heard, awaited) if timed_out else []
+        some_rank_silent = world > sum(1 for r in heard if 0 <= r < world)
         world_known_apart = bool(awaited) or (some_rank_silent and (
             len(timed_out) >= 2 or self._world_size(case) or self._launcher_ranks(case)))
         seqs = [int(e.data["seq"]) for e in timeouts if str(e.data.get("seq", "")).isdecimal()]
@@ -402,6 +403,24 @@ class CollectiveTimeout(Rule):
         waiting = [s for s, w in zip(dumps, waits) if w]
         busy = [s for s, w in zip(dumps, waits) if not w]  # not `s not in waiting`: quadratic in ranks
         return busy, waiting
+
+def _failed_on_transport_first(case: Case, k, timed_out: set[int]) -> set[int]:
+    """Ranks that failed on a transport error of their own (gloo's "Connection closed by peer", an
+    NCCL WARN) BEFORE any timed-out rank failed, by torchrun's failure entries (their printed
+    times, one second apart at least): they were in the communication when it broke, not busy
+    elsewhere, so they are no silent ranks.  A straggler's own "closed by peer" comes after its
+    peers timed out and tore their connections down: its failure entry is the later one."""
+    exits: dict[int, object] = {}
+    for e in events_of(case, KIND.launcher_child_failed):
+        if e.rank is not None and e.stamp is not None and e.when and e.when.at:
+            exits[e.rank] = min(exits.get(e.rank, e.when.at), e.when.at)
+    timed_exits = [exits[r] for r in timed_out if r in exits]
+    if not timed_exits:
+        return set()
+    first_timeout_exit = min(timed_exits)
+    return {e.rank for e in _network_signs(case, k) if e.rank is not None and e.rank not in timed_out
+            and e.rank in exits and (first_timeout_exit - exits[e.rank]).total_seconds() >= 1}
+
 
 def level_stall(case: Case, k) -> Finding | None:
     """The collective-timeout reading when it found every rank of the world timed out in one

@@ -25,10 +25,11 @@ import ipaddress
 
 from postmortem.classify.rules.base import Rule, events_of, sign_finding
 from postmortem.classify.rules.config import TIMEOUT_KINDS, level_stall
-from postmortem.classify.rules.interfaces import _job_endpoints
-from postmortem.knowledge.registry import KIND, SIGN
+from postmortem.classify.rules.interfaces import _host_local, _job_endpoints, _named, job_interfaces
+from postmortem.knowledge.registry import KIND, SIGN, produced_by
 from postmortem.model import Case, Fact
 from postmortem.parsers.iproute import FACT, NEIGH_FACT
+from postmortem.parsers.iptables import FACT as FIREWALL_FACT
 from postmortem.parsers.xfrm import LISTING_FACT, POLICY_FACT, STATE_FACT
 
 
@@ -191,3 +192,118 @@ def _sa_for(template: dict, state: dict) -> bool:
     if template.get("proto") and state.get("proto") != template["proto"]:
         return False
     return all(not template.get(side) or template[side] == state.get(side) for side in ("src", "dst"))
+
+
+class SourceRewrittenOnPath(Rule):
+    """A source-NAT rule on a host's egress (iptables nat POSTROUTING, `-j SNAT --to-source X`)
+    that matched packets, covers the job's peers' addresses, and rewrites to an address the
+    job's lines never name for any rank (signals.toml net.source_rewritten_on_path).
+
+    netfilter (net/netfilter/nf_nat_core.c, xt_nat.c): SNAT rewrites the source of every packet
+    of a connection conntrack maps through the rule -- conntrack also picks up established TCP
+    flows mid-stream (nf_conntrack_tcp_loose = 1, the default) -- so the peer receives the job's
+    segments from an address it has no connection with and answers with a reset: each side's
+    transport reports the other closed the connection.  MASQUERADE is left out: it rewrites to
+    the egress interface's own primary address, the one the peers already know."""
+
+    id = "source-rewritten-on-path"
+
+    def findings(self, case, k, trace):
+        params = SIGN.net_source_rewritten_on_path.params
+        addrs, _ = _job_endpoints(case)
+        if not addrs:
+            return []
+        for f in case.facts:
+            if f.name != FIREWALL_FACT or not isinstance(f.value, dict) or f.value.get("chain") != params["chain"]:
+                continue
+            for rule in f.value.get("rules") or ():
+                to = str(rule.get("match") or "")
+                target_addr = next((w.split(":", 1)[1].split("-")[0] for w in to.split() if w.startswith("to:")), "")
+                target_addr = target_addr.split(":")[0]
+                if (rule.get("target") != params["target"] or rule.get("packets", 0) <= 0 or not target_addr
+                        or target_addr in addrs or _host_local(str(rule.get("out", "*")).lstrip("!").rstrip("+"))):
+                    continue
+                # the peers first: an address one of the bundle's interface listings holds may be this host's own
+                held = {str(a).split("/", 1)[0] for g in case.facts if g.name == FACT and isinstance(g.value, dict)
+                        for a in g.value.get("addresses") or ()}
+                covered = sorted((a for a in addrs if _covers(str(rule.get("destination") or "0.0.0.0/0"), a)),
+                                 key=lambda a: (a in held, a))
+                if not covered or str(rule.get("prot", "0")).lower() not in params["protocols"]:
+                    continue
+                failed = _failure(case) or events_of(case, _comms_kinds(k))
+                if not failed:
+                    trace.append(f"{self.id}: not counted: SNAT to {target_addr} ({f.ref.describe()}) but the job shows no failure")
+                    return []
+                what = (f"a source-NAT rule on the egress ({f.ref.describe()}: SNAT to {target_addr}, {rule['packets']} "
+                        f"packet(s) matched) rewrites the job's packets to its peer {covered[0]} to an address the job's "
+                        "lines never name: the peer sees them from a stranger and resets the connection")
+                summary = what + f"; the job failed beside it ({failed[0].ref.describe()})"
+                trace.append(f"{self.id}: {what}")
+                return [sign_finding(k, SIGN.net_source_rewritten_on_path, self.id, summary, failed[:2], "snat",
+                                     extra_refs=(f.ref,), combined=_paired(case, k, trace, self.id))]
+        return []
+
+
+def _comms_kinds(k) -> frozenset[str]:
+    """Message kinds a pattern reads as a comms cause (a transport error the job printed)."""
+    return frozenset(f"msg.{m.id}" for m in k.messages if m.cause in k.causes and k.causes[m.cause].category == "comms")
+
+
+class LinkDownDuringJob(Rule):
+    """A timestamped record of link changes (`ip -ts monitor link` on a host or on the switch the
+    hosts hang off) shows an interface outside the host losing its link after the job's first
+    timed line and before its first failure (signals.toml net.link_down_during_job).  Frames
+    sent while a link is down are lost; TCP retransmits them with exponential backoff
+    (RFC 6298, Linux tcp_retransmit_timer), so even a link that comes back can leave a
+    collective waiting past its timeout, and repeated short outages (a flapping port) keep the
+    backed-off retransmissions missing the up windows."""
+
+    id = "link-down-during-job"
+
+    def findings(self, case, k, trace):
+        changes = [e for e in events_of(case, {KIND.net_link_change}) if e.when and e.when.at
+                   and not _host_local(str(e.data.get("name", "")))]
+        if not changes:
+            return []
+        failed = _failure(case)
+        # the failure's time as its own lines print it (a watchdog line's stamp, torchrun's failure
+        # entry): an untimed traceback line is only placed after its file's previous timed line
+        printed = [e for e in [*failed, *events_of(case, {KIND.launcher_child_failed})]
+                   if e.stamp is not None and e.when and e.when.at]
+        if not failed or not printed:
+            return []
+        first_fail = min(e.when.at for e in printed)
+        change_files = {e.ref.path for e in changes}
+        job_times = [e.when.at for e in case.events if e.when and e.when.at and e.ref.path not in change_files
+                     and e.kind not in _KERNEL_KINDS]
+        if not job_times:
+            return []
+        start = min(job_times)
+        exact, prefixes = job_interfaces(case)
+        downs = []
+        for e in changes:
+            name = str(e.data.get("name", ""))
+            if (exact or prefixes) and not _named(name, exact, prefixes) and " master " not in f" {e.text} ":
+                continue   # another interface of a host whose job names its own (a switch port carries every host's)
+            if _down(e.data) and start <= e.when.at <= first_fail:
+                downs.append(e)
+        if not downs:
+            return []
+        first = min(downs, key=lambda e: e.when.at)
+        name = str(first.data.get("name"))
+        history = sorted((e for e in changes if e.data.get("name") == name), key=lambda e: e.when.at)
+        outages = sum(1 for a, b in zip(history, history[1:]) if not _down(a.data) and _down(b.data)) + (
+            1 if history and _down(history[0].data) else 0)
+        what = (f"interface {name} lost its link at {first.when.at.time().isoformat(timespec='seconds')} "
+                f"({first.ref.describe()}), after the job started and before its first failure "
+                f"({failed[0].ref.describe()})" + (f"; {outages} outage(s) in the record" if outages > 1 else ""))
+        trace.append(f"{self.id}: {what}")
+        return [sign_finding(k, SIGN.net_link_down_during_job, self.id, what + ": the path lost the job's frames",
+                             failed[:2] + [first], "link-down-during-job", combined=_paired(case, k, trace, self.id))]
+
+
+def _down(data: dict) -> bool:
+    return data.get("carrier") is False or data.get("admin_up") is False or data.get("state") in ("DOWN", "LOWERLAYERDOWN")
+
+
+_KERNEL_KINDS = produced_by("parser:kernel")
