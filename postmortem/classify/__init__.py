@@ -248,7 +248,8 @@ def _came_after(cause: str, other: str, by_cause: dict[str, list[Finding]], k: K
     the kernel's clock: then no order counts."""
     if k.causes[cause].category == "hardware" and k.causes[other].category == "hardware":
         return False
-    first, fallout = _first_span(by_cause.get(cause, ())), _first_span(by_cause.get(other, ()))
+    first = _first_span(by_cause.get(cause, ()))
+    fallout = _first_span([f for f in by_cause.get(other, ()) if not _warned_condition(f, k)])
     if first is None or fallout is None or first[0] is None or fallout[1] is None:
         return False
     gap = (first[0] - fallout[1]).total_seconds()
@@ -262,6 +263,17 @@ def _came_after(cause: str, other: str, by_cause: dict[str, list[Finding]], k: K
                  f" {gap:.1f} s before {cause}'s (from {first[0].isoformat()}), beyond the"
                  f" {LIMIT.fallout_lead_s:g} s of logger skew")
     return True
+
+
+def _warned_condition(f: Finding, k: Knowledge) -> bool:
+    """A sign its own program prints as a warning or a note (messages.toml severity below error:
+    gloo's loopback fallback at init, a thermal slowdown): a condition, not a failure.  It can
+    stand long before the job fails (steps ran after it), so it never dates the failure that a
+    time order compares (audit 8 H11 b)."""
+    if not f.signal.startswith("msg."):
+        return False
+    sev = next((m.severity for m in k.messages if m.id == f.signal[4:]), "error")
+    return sev in ("warning", "info", "debug")
 
 
 def _zone_unknown_between_clocks(case: Case) -> bool:

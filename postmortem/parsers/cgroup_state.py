@@ -139,8 +139,13 @@ def _group_of(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
+# facts read per group: a freezer listing of several groups (audit 8 H4), cpu.stat read twice per
+# group to date its throttling (audit 8 H7)
+_PER_GROUP = ("cgroup.frozen", "cgroup.cpu_periods", "cgroup.cpu_throttled_periods")
+
+
 def _in_group(value: str, group: str, fact: str) -> str:
     """A freezer state says which group it is of (`FROZEN in /sys/fs/cgroup/freezer/job`): a listing
     of several groups is read per group (audit 8 H4; rules/hang.py reads it back)."""
-    return f"{value} in {group}" if group and fact == "cgroup.frozen" else value
+    return f"{value} in {group}" if group and fact in _PER_GROUP else value
 

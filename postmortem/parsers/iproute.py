@@ -23,7 +23,7 @@ become Facts `net.fdb_entry` (mac, dev, dst, master, self, state).  The interfac
 
 `ip -ts monitor link` (iproute2 ip/ipmonitor.c with -ts: utils.c print_timestamp prints
 `[%Y-%m-%dT%H:%M:%S.usec] ` in local time before each message) prints the same interface header
-for every change of a link's state: each becomes an Event `net.link_change` at its time (name,
+for every change of a link's state: each becomes an Event `iproute.link_change` at its time (name,
 carrier, admin_up, state, master) -- a history, never a Fact of the current state:
 
     [2026-12-02T06:30:53.471306] 997: swp2@if996: <BROADCAST,MULTICAST> mtu 1500 master br0 state DOWN
@@ -155,7 +155,7 @@ class IpMonitorLinkBlock(IpLinkBlock):
         if self.ok:
             data = {k: self.info.get(k) for k in ("name", "carrier", "admin_up", "state", "master")}
             data["state"] = data["state"] or ""
-            emit(self.sink, self.header, KIND.net_link_change, Severity.WARNING if _link_down(self.info) else Severity.INFO,
+            emit(self.sink, self.header, KIND.iproute_link_change, Severity.WARNING if _link_down(self.info) else Severity.INFO,
                  stamp=self.stamp, text=self.header.text.strip(), data=data)
 
 

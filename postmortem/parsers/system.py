@@ -29,7 +29,7 @@ BLOCKS: tuple[type[Block], ...] = (*memory.BLOCKS, *nvidia_smi.BLOCKS, *ibv_devi
                                      *iptables.BLOCKS, *tc.BLOCKS, *xfrm.BLOCKS)
 LINE_FORMATS: tuple[LineFormat, ...] = (*memory.LINE_FORMATS, *boot_time.LINE_FORMATS, *ulimit.LINE_FORMATS,
                                         *environment.LINE_FORMATS, *docker.LINE_FORMATS,
-                                        *iproute.LINE_FORMATS, *xfrm.LINE_FORMATS)
+                                        *iproute.LINE_FORMATS, *tc.LINE_FORMATS, *xfrm.LINE_FORMATS)
 
 
 class SystemParser(LineParser):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from postmortem.parsers.base import Line
-from postmortem.parsers.system_base import Block, parse, tree_tokens
+from postmortem.parsers.system_base import Block, LineFormat, parse, tree_tokens
 
 FACT = "net.qdisc"
 _SENT = re.compile(r"Sent (?P<bytes>\d+) bytes (?P<pkt>\d+) pkts? \(dropped (?P<dropped>\d+), overlimits (?P<over>\d+)")
@@ -37,7 +37,8 @@ class QdiscBlock(Block):
         _, kind, handle = tokens["QDISC_HEAD"].split()
         rest = tokens.get("QDISC_REST", "")
         words = rest.split()
-        dev = words[words.index("dev") + 1] if "dev" in words[:-1] else ""
+        # `tc -s qdisc show dev X` prints no `dev` in its headers: the command line before them named it
+        dev = words[words.index("dev") + 1] if "dev" in words[:-1] else getattr(parser, "tc_dev", "")
         self.info = {"kind": kind, "handle": handle, "dev": dev, "params": rest, "sent_packets": None,
                      "dropped": None, "overlimits": None}
 
@@ -56,4 +57,14 @@ class QdiscBlock(Block):
             self.sink.fact(self.header, FACT, self.info, text=self.header.text.strip())
 
 
+def tc_show(parser, line: Line, tree) -> None:
+    """The command line of a `tc -s qdisc show [dev X]` output: the device its headers leave out
+    ('' when the command names none: then each header names its own)."""
+    dev = next((str(t) for t in tree_tokens(tree) if t.type == "TC_DEV"), "")
+    parser.tc_dev = dev.split(None, 1)[1] if dev else ""
+
+
 BLOCKS = (QdiscBlock,)
+LINE_FORMATS = (
+    LineFormat("tc_show", re.compile(r"^(?:[$#] ?)?(?:sudo )?tc (?:-\S+ )*qdisc (?:show|ls|list)\b"), tc_show),
+)

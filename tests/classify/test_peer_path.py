@@ -165,7 +165,7 @@ def test_monitor_lines_are_events_with_their_time_not_facts_of_the_current_state
     p.finish()
     assert not [f for f in sink.facts if f.name == "net.interface"]
     [e] = sink.events
-    assert e.kind == "net.link_change" and e.data["name"] == "swp2" and e.data["admin_up"] is False
+    assert e.kind == "iproute.link_change" and e.data["name"] == "swp2" and e.data["admin_up"] is False
     assert e.stamp.wall.isoformat() == "2026-12-02T06:30:53.471306"
 
 

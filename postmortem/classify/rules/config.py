@@ -645,9 +645,21 @@ class MemoryLimitSet(Rule):
         # (getrlimit.2) and never sends SIGKILL, so a killed process is no sign of it (audit 6 M2).
         failures = [e for e in events_of(case, {KIND.py_exception, KIND.native_terminate})
                     if _catalog_cause(e.text) == SIGN.memory_limit_set.cause]
-        if not failures:
+        # pthread_create maps each new thread's stack; glibc turns that mmap's ENOMEM into EAGAIN,
+        # so under RLIMIT_AS a thread-creation EAGAIN may be this limit, not a task limit (audit 8 M1)
+        thread = re.compile(SIGN.memory_limit_set.params["thread_eagain"])
+        threads = [e for e in events_of(case, KIND.msg_task_create_eagain) if thread.search(e.text or "")]
+        if not failures and not threads:
             return []
         f = limits[0]
+        if not failures:
+            trace.append(f"{self.id}: ulimit -v {f.text or f.value} ({f.ref.describe()}) and a thread-creation "
+                         f"EAGAIN ({threads[0].ref.describe()})")
+            return [sign_finding(k, SIGN.memory_limit_set, self.id,
+                                 f"a virtual-memory limit is set (ulimit -v {f.text or f.value}, {f.ref.describe()}) and "
+                                 f"a thread could not be created ({threads[0].ref.describe()}): each thread's stack is "
+                                 "mapped under that limit, and pthread_create reports a refused map as EAGAIN -- "
+                                 "the same error a task limit gives", threads[:3], "memory", extra_refs=(f.ref,))]
         trace.append(f"{self.id}: ulimit -v {f.text or f.value} ({f.ref.describe()}) and {failures[0].ref.describe()}")
         return [sign_finding(k, SIGN.memory_limit_set, self.id,
                              f"a virtual-memory limit is set (ulimit -v {f.text or f.value}, {f.ref.describe()}) and a "

@@ -203,20 +203,54 @@ class CgroupHeldBack(Rule):
                                     "its tasks were stopped by the kernel's freezer (docker pause, a checkpoint tool) "
                                     f"while its peers waited in a collective until the timeout ({hang[0].ref.describe()})",
                                     hang[:2], "frozen", extra_refs=(frozen.ref,)))
-        periods = _fact_number(facts, "cgroup.cpu_periods")
-        throttled = _fact_number(facts, "cgroup.cpu_throttled_periods")
-        if periods and throttled is not None and periods[1] >= LIMIT.cpu_periods_min \
-                and throttled[1] / periods[1] >= LIMIT.cpu_throttled_share:
+        held = _throttled_in_hang(facts, self.id, trace)
+        if held is not None:
+            throttled, periods, ref, how = held
             quota, period = _fact_number(facts, "cgroup.cpu_quota_us"), _fact_number(facts, "cgroup.cpu_period_us")
             limit = (f"; its quota is {quota[1] / period[1]:.2f} CPU ({quota[0].ref.describe()})"
                      if quota and period and period[1] > 0 else "")
-            trace.append(f"{self.id}: cpu.stat throttled {throttled[1]} of {periods[1]} periods ({throttled[0].ref.describe()})")
+            trace.append(f"{self.id}: cpu.stat throttled {throttled} of {periods} periods {how} ({ref.describe()})")
             out.append(sign_finding(k, SIGN.cgroup_cpu_throttled_during_hang, self.id,
-                                    f"the job's cgroup was throttled by its CPU limit in {throttled[1]} of {periods[1]} "
-                                    f"periods ({throttled[0].ref.describe()}){limit}: its ranks ran slowly while "
+                                    f"the job's cgroup was throttled by its CPU limit in {throttled} of {periods} "
+                                    f"periods {how} ({ref.describe()}){limit}: its ranks ran slowly while "
                                     f"others waited in a collective until the timeout ({hang[0].ref.describe()})",
-                                    hang[:2], "throttled", extra_refs=(throttled[0].ref,)))
+                                    hang[:2], "throttled", extra_refs=(ref,)))
         return out
+
+
+def _throttled_in_hang(facts, rule: str, trace: list[str]):
+    """(throttled, periods, ref, how) when cpu.stat shows the group throttled while the job hung,
+    else None (audit 8 H7).  nr_periods / nr_throttled count for the group's whole life (periods
+    elapse only while it has work: kernel/sched/fair.c do_sched_cfs_period_timer), so one reading's
+    share cannot say WHEN it ran out of quota -- a burst at start gives the same share.  Two readings
+    of one group: the periods between them.  One reading: only when it was throttled in all but
+    fewer than threshold.cpu_periods_min of its periods -- then every time it had work, the hang's
+    included, it was held back."""
+    readings: dict[str, list] = {}
+    periods = None
+    for f in facts:   # cpu.stat prints nr_periods, then nr_throttled
+        if f.name == "cgroup.cpu_periods" and isinstance(f.value, int):
+            periods = f
+        elif f.name == "cgroup.cpu_throttled_periods" and isinstance(f.value, int) and periods is not None:
+            readings.setdefault(_group(periods), []).append((periods.value, f.value, f.ref))
+            periods = None
+    for group, seen in readings.items():
+        if len(seen) >= 2:
+            (p0, t0, _), (p1, t1, ref) = seen[0], seen[-1]
+            dp, dt = p1 - p0, t1 - t0
+            if dp >= LIMIT.cpu_periods_min and dt / dp >= LIMIT.cpu_throttled_share:
+                return dt, dp, ref, "between its first and last reading"
+            trace.append(f"{rule}: cpu.stat read {len(seen)} times ({ref.describe()}): throttled in {dt} of the "
+                         f"{dp} periods between the readings -- not held back then")
+            continue
+        ((p, t, ref),) = seen
+        if p >= LIMIT.cpu_periods_min and p - t < LIMIT.cpu_periods_min:
+            return t, p, ref, "(every period it had work in, so in the hang too)"
+        if p and t / p >= LIMIT.cpu_throttled_share:
+            trace.append(f"{rule}: cpu.stat throttled {t} of {p} periods ({ref.describe()}) counts the group's whole "
+                         f"life, {p - t} periods unthrottled: when it ran out of quota is not known -- read cpu.stat "
+                         "twice (before the timeout and after) to date the throttling")
+    return None
 
 
 def _job_frozen(case, facts, rule: str, trace: list[str]):

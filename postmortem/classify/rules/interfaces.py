@@ -283,7 +283,7 @@ class PathDiscards(Rule):
         timeouts = events_of(case, TIMEOUT_KINDS)
         if not timeouts:
             return []
-        bad = self._ports(case, trace) + self._qdiscs(case)
+        bad = self._ports(case, trace) + self._qdiscs(case, trace)
         if not bad:
             return []
         f, what, why = bad[0]
@@ -293,7 +293,7 @@ class PathDiscards(Rule):
         return [sign_finding(k, SIGN.net_path_discards, self.id, summary, timeouts[:2], "path-discards",
                              extra_refs=tuple(dict.fromkeys(x.ref for x, _, _ in bad[:2])))]
 
-    def _qdiscs(self, case) -> list[tuple[Fact, str, str]]:
+    def _qdiscs(self, case, trace) -> list[tuple[Fact, str, str]]:
         out = []
         for f in case.facts:
             if f.name != QDISC_FACT or not isinstance(f.value, dict) or _host_local(str(f.value.get("dev") or "")):
@@ -301,7 +301,14 @@ class PathDiscards(Rule):
             sent, dropped = f.value.get("sent_packets"), f.value.get("dropped")
             if isinstance(sent, int) and isinstance(dropped, int) and dropped > 0 \
                     and 100 * dropped / (sent + dropped) >= LIMIT.interface_loss_pct:
-                where = f" on {f.value['dev']}" if f.value.get("dev") else ""
+                if not f.value.get("dev"):
+                    # `tc -s qdisc show dev X` saved without its command line names no device: the
+                    # drops may be docker0's or lo's, not the path's (audit 8 M4)
+                    trace.append(f"{self.id}: queueing discipline {f.value['kind']} dropped {dropped} packets "
+                                 f"({f.ref.describe()}) on a device the output does not name: keep the command "
+                                 "line (`tc -s qdisc show dev X`) or list all devices")
+                    continue
+                where = f" on {f.value['dev']}"
                 out.append((f, f"queueing discipline {f.value['kind']}{where} ({f.value.get('params', '')})".replace(" ()", ""),
                             f"dropped {dropped} of {sent + dropped} packets"))
         return out
@@ -365,12 +372,13 @@ class FirewallDiscards(Rule):
         # for another port or host (fail2ban on 22, kube-proxy's service REJECTs) is not its path.
         ports = {int(p) for e in failed for p in _PORT.findall(e.text or "") if p.isdigit()}
         addrs = {a for e in failed for a in _IPV4.findall(e.text or "")}
-        hits: list[tuple[Fact, str]] = []
+        hits: list[tuple[Fact, str, str]] = []
         for f in chains:
             info = f.value
             if info.get("policy") in params["discarding_targets"] and info.get("policy_packets", 0) > 0:
                 if info.get("chain") in params["policy_chains"]:
-                    hits.append((f, f"chain {info['chain']} policy {info['policy']}: {info['policy_packets']} packet(s)"))
+                    hits.append((f, f"chain {info['chain']} policy {info['policy']}: {info['policy_packets']} packet(s)",
+                                 info["policy"]))
                 else:
                     # an INPUT policy counts every unsolicited packet from anywhere, of every protocol
                     # (scanners, UDP syslog, broadcasts): no sign that the job's TCP was among them
@@ -382,18 +390,29 @@ class FirewallDiscards(Rule):
                         and not any(_local_side(rule.get(side, "*")) for side in ("in", "out"))
                         and _covers(rule, ports, addrs)):
                     hits.append((f, f"chain {info['chain']}: {rule['target']} matched {rule['packets']} packet(s)"
-                                    + (f" ({rule['match']})" if rule.get("match") else "")))
+                                    + (f" ({rule['match']})" if rule.get("match") else ""), rule["target"]))
         if not hits:
             return []
         if not failed:
             trace.append(f"{self.id}: a filter discarded packets ({hits[0][1]}) but none of the job's connections failed")
             return []
-        f, what = hits[0]
+        # A DROP answers nothing: the client's SYNs go unanswered until its timeout.  A refused or
+        # unreachable connect got an answer (an RST, an ICMP error) -- the path delivered it and
+        # nobody listened, or a REJECT sent it -- so a DROP does not explain it (audit 8 H10 c).
+        answered = re.compile(params["connect_answered"])
+        unanswered = [e for e in failed if not answered.search(e.text or "")]
+        paired = [(h, failed if h[2] != "DROP" else unanswered) for h in hits]
+        paired = [(h, lines) for h, lines in paired if lines]
+        if not paired:
+            trace.append(f"{self.id}: a filter dropped packets ({hits[0][1]}) but the job's connects were answered "
+                         f"(refused or unreachable, {failed[0].ref.describe()}): a DROP sends no answer")
+            return []
+        (f, what, _), lines = paired[0]
         summary = (f"a packet filter discarded TCP packets: {what} ({f.ref.describe()}), while the job's connection "
-                   f"failed ({failed[0].ref.describe()}): the filter on the path blocks the job's traffic")
-        trace.append(f"{self.id}: {what}; the job's connect failed at {failed[0].ref.describe()}")
-        return [sign_finding(k, SIGN.net_firewall_discards, self.id, summary, failed[:2], "firewall",
-                             extra_refs=tuple(dict.fromkeys(x.ref for x, _ in hits[:2])))]
+                   f"failed ({lines[0].ref.describe()}): the filter on the path blocks the job's traffic")
+        trace.append(f"{self.id}: {what}; the job's connect failed at {lines[0].ref.describe()}")
+        return [sign_finding(k, SIGN.net_firewall_discards, self.id, summary, lines[:2], "firewall",
+                             extra_refs=tuple(dict.fromkeys(h[0].ref for h, _ in paired[:2])))]
 
 
 _PORT = re.compile(r"(?:, |:)(\d{2,5})\)?(?:\.|\s|$)")

@@ -261,7 +261,7 @@ class LinkDownDuringJob(Rule):
     id = "link-down-during-job"
 
     def findings(self, case, k, trace):
-        changes = [e for e in events_of(case, {KIND.net_link_change}) if e.when and e.when.at
+        changes = [e for e in events_of(case, {KIND.iproute_link_change}) if e.when and e.when.at
                    and not _host_local(str(e.data.get("name", "")))]
         if not changes:
             return []
