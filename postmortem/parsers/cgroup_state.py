@@ -42,6 +42,7 @@ _FILES = r"cpu\.stat|cpu\.max|cpu\.cfs_quota_us|cpu\.cfs_period_us|freezer\.stat
 _HEADER = re.compile(r"^(?:\$ ?(?:sudo )?(?:cat|head(?: -n ?\d+)?) +|==>? ?)(?P<path>/\S*?(?P<file>" + _FILES
                      + r"))(?: ?<==| ?==)?\s*(?:#.*)?$")
 _ONE_LINE = re.compile(r"^(?P<path>/\S*?(?P<file>" + _FILES + r")):\s*(?P<value>\S.*?)\s*$")
+_TOO_LONG = re.compile(r"^(?:[a-z_]+ )?\d{20,}\s*$")
 _CPU_STAT_KEY = re.compile(r"^(?P<key>nr_periods|nr_throttled) +(?P<n>\d{1,19})\s*$")
 # the pids hierarchy's mount (cgroup v1 /sys/fs/cgroup/pids, v2 /sys/fs/cgroup): the rest is the group
 _PIDS_MOUNT = re.compile(r"^/sys/fs/cgroup(?:/pids(?=/|$))?")
@@ -83,6 +84,9 @@ class CgroupStateParser(LineParser):
             if _VALUE.match(text):
                 self._value(line, self._file, text, self._folder)
                 return True
+            if _TOO_LONG.search(text):
+                self._too_long(line, self._file)
+                return True
             self._file = None
         if m := _HEADER.match(text):
             self._file, self._folder = m.group("file"), _group_of(m.group("path"))
@@ -92,6 +96,8 @@ class CgroupStateParser(LineParser):
             self._group(line, m.group("path"), m.group("file"))
             if _VALUE.match(m.group("value")):
                 self._value(line, m.group("file"), m.group("value"), _group_of(m.group("path")))
+            elif _TOO_LONG.search(m.group("value")):
+                self._too_long(line, m.group("file"))
             return True
         if m := _PS_FROZEN.match(line.text):
             self.sink.fact(line, "cgroup.frozen", True, text=f"pid {m.group('pid')} waits in {m.group('wchan')}")
@@ -103,6 +109,10 @@ class CgroupStateParser(LineParser):
 
     def finish(self) -> None:
         self._file = None
+
+    def _too_long(self, line: Line, file: str) -> None:
+        """A value longer than any 64-bit counter the kernel prints: not read, and said (audit 8 L7)."""
+        self.sink.problems.append(f"{line.ref().describe()}: {file} value with more than 19 digits: not read")
 
     def _group(self, line: Line, path: str, file: str) -> None:
         if file.startswith("pids.") and path.startswith("/sys/fs/cgroup"):

@@ -55,6 +55,10 @@ class QdiscBlock(Block):
     def close(self) -> None:
         if self.ok:
             self.sink.fact(self.header, FACT, self.info, text=self.header.text.strip())
+            if self.info["sent_packets"] is None:
+                # `tc qdisc show` without -s, or an output cut short: no drop count to read (audit 8 L7)
+                self.sink.problems.append(f"{self.header.ref().describe()}: qdisc {self.info['kind']} without its "
+                                          "statistics (run `tc -s qdisc show`; the output may be cut): drops not read")
 
 
 def tc_show(parser, line: Line, tree) -> None:

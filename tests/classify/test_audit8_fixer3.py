@@ -158,3 +158,40 @@ def test_the_same_qdisc_on_a_named_path_device_is_still_read(tmp_path):
     # near miss: the same real shaper, its command line naming va
     a = _with_tc(tmp_path, "with_command_va.txt")
     assert any(t.startswith("path-discards: queueing discipline tbf on va") for t in a.verdict.trace), a.verdict.trace
+
+
+# ---------------------------------------------------------------- L3 / L2: whose code a frame is
+
+_DNS = FIXTURES / "validation26/lab-b/lab8-node1-dns-search-domain-master-name/bundle"   # real: torchrun's own traceback
+_APP = FIXTURES / "bundles/lab-torchrun-app-exception/bundle"                          # real: the job's own IndexError
+
+
+def test_a_console_script_is_not_the_jobs_own_file():
+    # torchrun's traceback starts in /work/torchvenv/bin/torchrun (pip's entry-point script):
+    # its folder is no folder of the job's code
+    from postmortem.classify.rules.app import _job_dirs, _own_frame
+    case = analyze(_DNS).case
+    frames = [f for s in case.stacks for f in s.frames if (f.file or "").endswith("/bin/torchrun")]
+    assert frames and not any(_own_frame(f) for f in frames)
+    assert not any(d.endswith("/bin/") for d in _job_dirs(case)), _job_dirs(case)
+
+
+def test_the_jobs_own_script_is_still_its_own():
+    # near miss: the lab script's own frame (train.py) keeps its folder as the job's
+    from postmortem.classify.rules.app import _job_dirs
+    case = analyze(_APP).case
+    assert _job_dirs(case), [f.file for s in case.stacks for f in s.frames]
+    assert analyze(_APP).verdict.cause == "app_error"
+
+
+def test_native_modules_of_installed_software_inside_a_job_folder_are_libraries():
+    # audit 8 L2's module names (gdb's `from <module>`): a bare soname found on the linker's path,
+    # a conda env and triton's cache kept inside the job's folder
+    from postmortem.classify.rules.app import _own_module
+    home = ("/home/u/proj/",)
+    assert not _own_module("libcupti.so.12", ())
+    assert not _own_module("/home/u/proj/miniconda3/lib/libcrypto.so.3", home)
+    assert not _own_module("/home/u/proj/.triton/cache/3f2a/matmul_kernel.so", home)
+    # near miss: what the job built stays its own -- under its folder, or relative to its working directory
+    assert _own_module("/home/u/proj/build/lensort.so", home) and _own_module("build/lensort.so", ())
+    assert _own_module("/opt/app/build/ext.so", ("/opt/app/",))

@@ -93,3 +93,16 @@ def test_a_listing_without_line_numbers_reads_its_first_column_as_packets():
     # near miss: the same parser on the lab listing without `num` keeps pkts as the first column
     (reject,) = {c["chain"]: c for c in _facts(CONNLIMIT, CHAIN)}["INPUT"]["rules"]
     assert reject["packets"] == 8
+
+
+def test_a_qdisc_without_its_statistics_is_said():
+    # audit 8 L7: a header whose Sent line was cut (deliberately hostile input made at test time
+    # from the lab's real header line); near miss: the lab's whole block reads clean
+    from postmortem.parsers.tc import FACT as QDISC
+
+    real = (ROOT / "fixtures/validation22/lab4-slow-link-allreduce/bundle/switch_port.txt").read_text(encoding="utf-8").splitlines()
+    header = next(l for l in real if l.startswith("qdisc tbf"))
+    cut = parse_text("tc_cut.txt", [header, " Sent 1261244 bytes 1130 pkt (dropped 1222, overl"])
+    assert any("without its statistics" in p for p in cut.sink.problems), cut.sink.problems
+    whole = parse_text("switch_port.txt", real)
+    assert not whole.sink.problems and [f.value["dropped"] for f in whole.sink.facts if f.name == QDISC] == [1222, 1239]

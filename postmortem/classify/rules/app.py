@@ -17,8 +17,12 @@ from postmortem.model import Case, Event, Frame, Stack
 
 _KERNEL_KINDS = produced_by("parser:kernel")
 _SIGNAL_DEATHS = deaths("fatal_signal", "exit")
-# Library code: a frame here is not the job's own (site-packages, the interpreter, the runtime).
-_LIBRARY_FILE = re.compile(r"(?:site|dist)-packages/|/lib/python3[\d.]*/|^<frozen |^<string>$|/torch/|/_?pytest/")
+# Library code: a frame here is not the job's own (site-packages, the interpreter, the runtime),
+# nor a console script pip or conda generated for an installed package (<prefix>/bin/torchrun,
+# accelerate, deepspeed: a file name without an extension under bin/; audit 8 L3) -- the
+# launcher's own traceback, not the job's code.
+_LIBRARY_FILE = re.compile(r"(?:site|dist)-packages/|/lib/python3[\d.]*/|^<frozen |^<string>$|/torch/|/_?pytest/"
+                           r"|/s?bin/[\w-]+$|/torchinductor_[^/]+/")
 # The C library's own modules; with the C++, CUDA, NCCL, Python and verbs runtimes: the runtime.
 _C_LIBRARIES = r"libc|libpthread|libm|libdl|ld-linux"
 
@@ -53,10 +57,17 @@ def _job_dirs(case: Case) -> tuple[str, ...]:
 
 def _own_module(module: str, job_dirs: tuple[str, ...]) -> bool:
     """A native module the job built: under one of its folders, or a relative path (loaded
-    from the launcher's working directory), and not a known library."""
-    if not module or _LIBRARY_MODULE.search(module):
+    from the launcher's working directory), and not a library -- by name, or by its folder
+    (installed software, even inside a job folder: <proj>/miniconda3/lib/; audit 8 L2).  A bare
+    file name without a folder (gdb's `from libcupti.so.12`) says only that the dynamic linker
+    found it on its search path: a library, not a file the job built."""
+    if not module or _LIBRARY_MODULE.search(module) or "/" not in module:
         return False
-    return module.startswith(job_dirs) if job_dirs and module.startswith("/") else not module.startswith("/")
+    if not module.startswith("/"):
+        return not _LIBRARY_DIR.search("/" + module)
+    home = next((d for d in job_dirs if module.startswith(d)), None)
+    # the folders below the job's own: a conda env or a compiler cache kept inside the project
+    return home is not None and not _LIBRARY_DIR.search("/" + module[len(home):])
 
 
 def exception_sign(case: Case, e: Event):
@@ -262,7 +273,8 @@ def _with_native_frames(crashed: Stack | None, stacks, signal: str) -> Stack | N
 
 def _assert_caller(stack: Stack, job_dirs: tuple[str, ...] = ()) -> Frame | None:
     """The frame whose call glibc aborted on: the caller of its assert failure (the frame after
-    the last __assert_fail* frame), or of the allocator call in which a heap check failed
+    the last __assert_fail* frame), the function whose own stack frame its stack protector or
+    fortify check found overrun (after __stack_chk_fail / __chk_fail), or of the allocator call in which a heap check failed
     (malloc_printerr: "free(): double free detected in tcache 2", "free(): invalid pointer" --
     the frame after malloc_printerr and the allocator's own frames), when that caller is not in
     the system or GPU runtime; None without such a frame, and None for a check of the heap's
@@ -270,6 +282,16 @@ def _assert_caller(stack: Stack, job_dirs: tuple[str, ...] = ()) -> Frame | None
     frames = list(stack.frames)
     names = _param(SIGN.app_native_fault.id, "assert_frames")
     hits = [i for i, f in enumerate(frames) if (f.function or "") in names]
+    # glibc's stack protector and fortify checks (__stack_chk_fail, __chk_fail): the caller is
+    # the function whose own frame was overrun, past glibc's checked wrappers (__memcpy_chk ...)
+    guarded = _param(SIGN.app_native_fault.id, "overflow_check_frames")
+    overflow = [i for i, f in enumerate(frames) if (f.function or "") in guarded]
+    if overflow and (not hits or overflow[-1] > hits[-1]):
+        by_name, by_file = (re.compile(p) for p in _param(SIGN.app_native_fault.id, "checked_wrappers"))
+        i = overflow[-1] + 1
+        while i < len(frames) and (by_name.match(frames[i].function or "") or by_file.search(frames[i].file or "")):
+            i += 1
+        hits = [i - 1]
     heap = _param(SIGN.app_native_fault.id, "heap_check_frames")
     checks = [i for i, f in enumerate(frames) if (f.function or "") in heap]
     if checks and (not hits or checks[-1] > hits[-1]):
