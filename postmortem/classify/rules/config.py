@@ -12,7 +12,7 @@ from postmortem.classify.counter_evidence import (_NETWORK_TEXT, _TEARDOWN, carr
 from postmortem.classify.rules.app import _traceback_of
 from postmortem.classify.rules.base import Rule, _first_bounds, _num, _stack_mentions, died_of, events_of, sign_finding
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
-from postmortem.model import Basis, Case, Event, Ref, Stack
+from postmortem.model import Basis, Case, Event, Finding, Ref, Stack
 from postmortem.parsers import clocks
 
 # NCCL's own code: its exported/internal functions (ncclGroupEnd, ncclShmOpen, ncclProxyService)
@@ -243,8 +243,9 @@ class CollectiveTimeout(Rule):
         # A rank that others waited for by name (the one to publish the ncclUniqueId) is silent too.
         awaited = {int(e.data["awaited"]) for e in timeouts if str(e.data.get("awaited", "")).isdecimal()} - timed_out
         world = self._world(case, timed_out)
-        silent = silent_ranks(world, timed_out, awaited) if timed_out else []
-        some_rank_silent = world > sum(1 for r in timed_out if 0 <= r < world)
+        heard = timed_out | _failed_on_transport_first(case, k, timed_out)
+        silent = silent_ranks(world, heard, awaited) if timed_out else []
+        some_rank_silent = world > sum(1 for r in heard if 0 <= r < world)
         world_known_apart = bool(awaited) or (some_rank_silent and (
             len(timed_out) >= 2 or self._world_size(case) or self._launcher_ranks(case)))
         seqs = [int(e.data["seq"]) for e in timeouts if str(e.data.get("seq", "")).isdecimal()]
@@ -417,6 +418,35 @@ class CollectiveTimeout(Rule):
         waiting = [s for s, w in zip(dumps, waits) if w]
         busy = [s for s, w in zip(dumps, waits) if not w]  # not `s not in waiting`: quadratic in ranks
         return busy, waiting
+
+def _failed_on_transport_first(case: Case, k, timed_out: set[int]) -> set[int]:
+    """Ranks that failed on a transport error of their own (gloo's "Connection closed by peer", an
+    NCCL WARN) BEFORE any timed-out rank failed, by torchrun's failure entries (their printed
+    times, one second apart at least): they were in the communication when it broke, not busy
+    elsewhere, so they are no silent ranks.  A straggler's own "closed by peer" comes after its
+    peers timed out and tore their connections down: its failure entry is the later one."""
+    exits: dict[int, object] = {}
+    for e in events_of(case, KIND.launcher_child_failed):
+        if e.rank is not None and e.stamp is not None and e.when and e.when.at:
+            exits[e.rank] = min(exits.get(e.rank, e.when.at), e.when.at)
+    timed_exits = [exits[r] for r in timed_out if r in exits]
+    if not timed_exits:
+        return set()
+    first_timeout_exit = min(timed_exits)
+    return {e.rank for e in _network_signs(case, k) if e.rank is not None and e.rank not in timed_out
+            and e.rank in exits and (first_timeout_exit - exits[e.rank]).total_seconds() >= 1}
+
+
+def level_stall(case: Case, k) -> Finding | None:
+    """The collective-timeout reading when it found every rank of the world timed out in one
+    collective after each had logged the same step (timeout.ranks_level): no rank was behind,
+    the collective itself stopped moving.  Rules that measured the path (network state) pair
+    with it: the ranks' own logs say nobody was late, the host's state says why nothing moved."""
+    for f in CollectiveTimeout().findings(case, k, []):
+        if SIGN.timeout_ranks_level.id in f.signs:
+            return f
+    return None
+
 
 class TimeoutRecordsDisagree(Rule):
     """Two ranks' watchdog records of the same work of one process group disagree.
