@@ -221,10 +221,23 @@ def _split_endpoint(text: str) -> tuple[str, int | None]:
     return host, int(port) if port.isdigit() else None
 
 
+# (events, endpoints) of the last two cases: several rules ask, and reading every event's text is
+# the cost (issue 17: ~11,000 events a walk at 512 ranks); kept as classify/index.py keeps its indexes.
+_ENDPOINTS: list[tuple] = []
+
+
 def _job_endpoints(case: Case) -> tuple[frozenset[str], frozenset[int]]:
     """Addresses and ports the job's own log lines name (never the ss capture itself).  Not the
     kernel log's or a journal's: the kernel names the servers of everything the host mounts or
     talks to ("nfs: server %s not responding"), exactly the traffic that is not the job's (audit 7 H4)."""
+    got = next((found for events, found in _ENDPOINTS if events is case.events), None)
+    if got is None:
+        got = _endpoints_of(case)
+        _ENDPOINTS[:] = [(case.events, got), *_ENDPOINTS[:1]]
+    return got
+
+
+def _endpoints_of(case: Case) -> tuple[frozenset[str], frozenset[int]]:
     kernel_files = {e.ref.path for e in events_of(case, _KERNEL_KINDS)}
     addrs: set[str] = set()
     ports: set[int] = set()
