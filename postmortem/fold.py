@@ -96,7 +96,7 @@ def _folded(events: Sequence[Event]) -> tuple[list[tuple[int, Event]], int]:
     out: list[tuple[int, Event]] = []
     away = 0
     for i, e in enumerate(events):
-        if not foldable(e) or e.ref.path in timed:
+        if e.kind != KIND or not foldable(e) or e.ref.path in timed:  # (the kind first: most events are others)
             out.append((i, e))
             continue
         shape = _shape(e.data["msg"])
@@ -187,7 +187,7 @@ class AsRead:
         leaders = self.leaders
         kept = []
         for e in events:
-            if foldable(e):
+            if e.kind == KIND and foldable(e):
                 shape = _shape(e.data["msg"])
                 lead = leaders.get(shape)
                 if lead is None:

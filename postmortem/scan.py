@@ -82,6 +82,15 @@ def _feed_info(sink: Sink, nccl: NcclParser, line: Line, thread: tuple, parts: t
         return False
 
 
+def _said_copy(sink: Sink, nccl: NcclParser, line: Line, thread: tuple, parts: tuple) -> bool:
+    """NcclParser.said_copy with a parser bug costing one line and a note (as _feed_info)."""
+    try:
+        return nccl.said_copy(line, thread, parts)
+    except Exception as exc:  # noqa: BLE001
+        _note(sink, nccl, f"{line.path}:{line.no}", exc)
+        return False
+
+
 def _index(items: list[str], item: str, start: int) -> int | None:
     try:
         return items.index(item, start)
@@ -264,7 +273,9 @@ class _Reader:
         claimed = None
         if kind == ROUTINE or kind == QUIET or kind == PLAIN:
             nccl = self.nccl
-            if _feed(self.sink, nccl, line) if parts is None else _feed_info(self.sink, nccl, line, thread, parts):
+            # (another rank's copy of an Init or network line: NcclParser.said_copy, without the general path)
+            if parts is not None and kind == QUIET and _said_copy(self.sink, nccl, line, thread, parts) \
+                    or (_feed(self.sink, nccl, line) if parts is None else _feed_info(self.sink, nccl, line, thread, parts)):
                 self.used.add(nccl.name)
                 if self.nccl_blocks and _is_busy(self.sink, nccl):
                     self.in_block[:] = [nccl]

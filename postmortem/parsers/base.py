@@ -99,6 +99,29 @@ class Sink:
         self.events.append(ev)
         return ev
 
+    def made_again(self, line: Line, kind: str, stamp: Stamp | None, host: str | None, pid: int | None,
+                   tid: int | None, rank: int | None, fields: dict) -> Event:
+        """`event(line, kind, stamp=.., host=.., pid=.., tid=.., rank=.., data=fields)` for `fields`
+        taken from an event this process made before (its strings already kept once): the
+        same event without looking at each field again (NcclParser: every rank's copy of an
+        Init or network line)."""
+        if line is not self._line:
+            self._line, self._ref = line, line.ref()
+        if host is None:
+            host = line.host
+        if rank is None:
+            rank = line.rank
+        if len(_INTS) > 1 << 16:
+            _INTS.clear()
+        ev = Event(kind, line.text, self._ref, Severity.INFO, stamp if stamp is not None else line.stamp,
+                   _shared_str(host) if type(host) is str else host,
+                   pid if pid is None or -5 <= pid <= 256 else _INTS.setdefault(pid, pid),
+                   tid if tid is None or -5 <= tid <= 256 else _INTS.setdefault(tid, tid),
+                   rank if rank is None or -5 <= rank <= 256 else _INTS.setdefault(rank, rank),
+                   fields, None, _shared_index(next(self.numbering)))
+        self.events.append(ev)
+        return ev
+
     def fact(self, line: Line, name: str, value, unit: str = "", text: str = "",
              host: str | None = None) -> Fact:
         f = Fact(name=name, value=value, ref=line.ref(), unit=unit,

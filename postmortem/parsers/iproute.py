@@ -18,17 +18,40 @@ The shapes (iproute2 ip/ipaddress.c print_linkinfo, print_link_stats):
 
 A bridge port (`bridge -d link show`, `ip -d link` of a port) also gets `master`, `port_state`
 (its STP state) and `port_options` (`learning`, `flood` ... on/off); `bridge fdb show` lines
-become Facts `net.fdb_entry` (mac, dev, dst, master, self, state).
+become Facts `net.fdb_entry` (mac, dev, dst, master, self, state).  The interface's own MAC
+(`link/ether` under `ip link`, the third column of `ip -br link`) is kept as `mac`.
+
+`ip -ts monitor link` (iproute2 ip/ipmonitor.c with -ts: utils.c print_timestamp prints
+`[%Y-%m-%dT%H:%M:%S.usec] ` in local time before each message) prints the same interface header
+for every change of a link's state: each becomes an Event `iproute.link_change` at its time (name,
+carrier, admin_up, state, master) -- a history, never a Fact of the current state:
+
+    [2026-12-02T06:30:53.471306] 997: swp2@if996: <BROADCAST,MULTICAST> mtu 1500 master br0 state DOWN
+
+`ip neigh` lines become Facts `net.neighbour` (addr, dev, lladdr or '', states: the NUD states
+as iproute2 ip/ipneigh.c print_neigh / nud_state_n2a prints them, e.g. ('STALE',), ('FAILED',)):
+
+    10.98.0.1 dev eth0 lladdr 0a:b2:5d:6b:44:84 STALE
+    10.98.0.1 dev eth1 INCOMPLETE
 """
 from __future__ import annotations
 
 import re
 
-from postmortem.parsers.base import Line
+from datetime import datetime
+
+from postmortem.knowledge.registry import KIND
+from postmortem.model import ClockKind, Severity, Stamp
+from postmortem.parsers.base import Line, emit
 from postmortem.parsers.system_base import Block, LineFormat, parse, tree_tokens
 
 FACT = "net.interface"
 FDB_FACT = "net.fdb_entry"
+NEIGH_FACT = "net.neighbour"
+# the neighbour states (Linux include/uapi/linux/neighbour.h NUD_*) as iproute2 nud_state_n2a names them
+NUD_STATES = ("PERMANENT", "NOARP", "REACHABLE", "STALE", "NONE", "INCOMPLETE", "DELAY", "PROBE", "FAILED")
+_NEIGH_FLAGS = ("router", "proxy", "extern_learn", "offload", "managed")
+_MAC = r"(?:[0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}"
 # STP port states as iproute2 bridge/link.c port_states[] prints them
 _PORT_STATES = frozenset({"disabled", "listening", "learning", "forwarding", "blocking"})
 _OPTIONS = re.compile(r"^\s+(?:[a-z_]+ (?:on|off)\s+){2,}")
@@ -77,6 +100,9 @@ class IpLinkBlock(Block):
         if not text[:1].isspace() or not text.strip():
             return False
         words = text.split()
+        if words[0] == "link/ether" and len(words) > 1:
+            self.info["mac"] = words[1].lower()
+            return True
         if words[0] in ("inet", "inet6") and len(words) > 1:
             self.info["addresses"].append(words[1])
             return True
@@ -104,6 +130,40 @@ class IpLinkBlock(Block):
             self.sink.fact(self.header, FACT, self.info, text=self.header.text.strip())
 
 
+class IpMonitorLinkBlock(IpLinkBlock):
+    """One message of `ip -ts monitor link`: the timestamped interface header and the indented
+    `link/ether` line under it.  A change at a time, so an Event, not a Fact."""
+
+    opener = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?)\] (?:\d+: )?[^\s:]+: <[A-Z0-9_,-]*>")
+
+    def __init__(self, parser, header) -> None:
+        m = self.opener.match(header.text)
+        self.stamp: Stamp | None = None
+        if m:
+            try:
+                # local time without a zone (localtime() in print_timestamp): the timeline reads it in the case's zone
+                self.stamp = Stamp(ClockKind.WALL_LOCAL, wall=datetime.fromisoformat(m.group("ts")), resolution_s=1e-6)
+            except ValueError:
+                self.stamp = None
+        stripped = Line(header.path, header.no, header.text[m.end("ts") + 2:] if m else header.text, header.raw,
+                        header.host, header.rank, header.stamp)
+        super().__init__(parser, stripped)
+        self.header = header
+        self.ok = self.ok and self.stamp is not None
+
+    def close(self) -> None:
+        if self.ok:
+            data = {k: self.info.get(k) for k in ("name", "carrier", "admin_up", "state", "master")}
+            data["state"] = data["state"] or ""
+            emit(self.sink, self.header, KIND.iproute_link_change, Severity.WARNING if _link_down(self.info) else Severity.INFO,
+                 stamp=self.stamp, text=self.header.text.strip(), data=data)
+
+
+def _link_down(info: dict) -> bool:
+    """No link in this message: carrier lost, operationally down, or set administratively down."""
+    return info.get("carrier") is False or info.get("admin_up") is False or info.get("state") in ("DOWN", "LOWERLAYERDOWN")
+
+
 def brief(parser, line: Line, tree) -> bool:
     """`ip -br addr` / `ip -br link`: the operational state and the addresses."""
     tokens = tree_tokens(tree)
@@ -112,10 +172,30 @@ def brief(parser, line: Line, tree) -> bool:
     addresses = [w for w in rest.split() if "/" in w]
     flagset = next((w for w in rest.split() if w.startswith("<") and w.endswith(">")), "")  # -br link
     flags = tuple(f for f in flagset.strip("<>").split(",") if f)
-    parser.sink.fact(line, FACT, {"name": _name(str(tokens[0])), "flags": flags, "state": state, "mtu": None,
-                                  "carrier": state not in ("DOWN", "LOWERLAYERDOWN") and "NO-CARRIER" not in flags,
-                                  "admin_up": ("UP" in flags) if flags else None,
-                                  "addresses": addresses, "counters": {}}, text=line.text.strip())
+    info = {"name": _name(str(tokens[0])), "flags": flags, "state": state, "mtu": None,
+            "carrier": state not in ("DOWN", "LOWERLAYERDOWN") and "NO-CARRIER" not in flags,
+            "admin_up": ("UP" in flags) if flags else None, "addresses": addresses, "counters": {}}
+    mac = next((w for w in rest.split() if _MAC_WORD.match(w)), None)  # -br link: the device's MAC
+    if mac:
+        info["mac"] = mac.lower()
+    parser.sink.fact(line, FACT, info, text=line.text.strip())
+    return True
+
+
+def neighbour(parser, line: Line, tree) -> bool:
+    """`ip neigh`: one neighbour-table entry (iproute2 ip/ipneigh.c print_neigh): the address,
+    its device, the link-layer address when one was resolved, and the NUD states."""
+    tokens = tree_tokens(tree)
+    words = [str(t) for t in tokens[1:]]
+    if len(words) < 3 or words[0] != "dev":
+        return False
+    pairs = dict(zip(words[::2], words[1::2]))
+    states = tuple(w for w in words if w in NUD_STATES)
+    if not states:
+        return False
+    parser.sink.fact(line, NEIGH_FACT, {"addr": str(tokens[0]), "dev": _name(words[1]),
+                                        "lladdr": pairs.get("lladdr", "").lower(), "states": states,
+                                        "router": "router" in words}, text=line.text.strip())
     return True
 
 
@@ -134,9 +214,14 @@ def fdb_entry(parser, line: Line, tree) -> bool:
     return True
 
 
-BLOCKS = (IpLinkBlock,)
+_MAC_WORD = re.compile(rf"^{_MAC}$")
+
+BLOCKS = (IpMonitorLinkBlock, IpLinkBlock)
 # the state column, then an address (v4 or v6 with a prefix length), a MAC (-br link), or nothing
 LINE_FORMATS = (
+    LineFormat("ip_neigh", re.compile(rf"^(?:\d{{1,3}}(?:\.\d{{1,3}}){{3}}|[0-9a-fA-F:]*:[0-9a-fA-F:]*) dev \S+"
+                                      rf"(?: lladdr {_MAC})?(?: (?:{'|'.join(_NEIGH_FLAGS)}))*"
+                                      rf"(?: (?:{'|'.join(NUD_STATES)}))+\s*$"), neighbour),
     LineFormat("bridge_fdb", re.compile(r"^(?:[0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2} dev \S+"), fdb_entry),
     LineFormat("ip_brief", re.compile(r"^[^\s:]+\s+(?:UP|DOWN|UNKNOWN|LOWERLAYERDOWN|DORMANT|NOTPRESENT|TESTING)"
                                       r"(?:\s+(?:[0-9a-fA-F.:]+/\d{1,3}|(?:[0-9a-f]{2}:){5}[0-9a-f]{2})\b.*|\s*)$"), brief),

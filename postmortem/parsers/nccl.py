@@ -86,6 +86,11 @@ class _About:
 
 _ABOUT: dict[str, _About] = {}
 _ABOUT_CAP = 4096
+# (message, dev) of an Init or network line -> (kind, rank, fields) of the event its first copy
+# made: every rank prints these lines alike, and its copy's event differs only in where it was
+# printed (line, host, pid, tid, stamp), so the message is parsed and its fields kept once.
+_MADE: dict[tuple, tuple] = {}
+_MADE_CAP = 4096
 
 
 def _about(msg: str) -> _About:
@@ -323,14 +328,26 @@ class NcclParser(LineParser):
             seen["count"] += 1
             self.repeat_target = seen
             return
-        before = len(self.sink.events)
-        self._info(line, msg, where, dev)
-        made = self.sink.events[before:]
-        if len(made) == 1 and made[0].kind in ("nccl.init", "nccl.network", "nccl.version"):
-            data = made[0].data
-            data["count"] = 1  # type: ignore[index]
-            self._said[said] = data  # type: ignore[assignment]
-            self.repeat_target = data  # type: ignore[assignment]
+        made_as = _MADE.get((msg, dev))
+        if made_as is not None:  # another thread's (rank's) copy: its event made again from the first's fields
+            kind, rank, fields = made_as
+            data = {key: value.copy() if type(value) is list else value for key, value in fields.items()}
+            self.sink.made_again(line, kind, where["stamp"], where["host"], where["pid"], where["tid"], rank, data)
+        else:
+            before = len(self.sink.events)
+            self._info(line, msg, where, dev)
+            made = self.sink.events[before:]
+            if len(made) != 1 or made[0].kind not in ("nccl.init", "nccl.network", "nccl.version"):
+                return
+            data = made[0].data  # type: ignore[assignment]
+            if made[0].kind != "nccl.version":  # (a version line also makes a fact: always the general path)
+                if len(_MADE) >= _MADE_CAP:
+                    _MADE.clear()
+                _MADE[(msg, dev)] = (made[0].kind, data.get("rank") if made[0].kind == "nccl.init" else None,
+                                     {key: value.copy() if type(value) is list else value for key, value in data.items()})
+        data["count"] = 1
+        self._said[said] = data
+        self.repeat_target = data
 
     def _repeat_of_plain_info(self, key: tuple, pid: str | None, shape: str | None) -> bool:
         """The hot path of a big INFO bundle: another rank repeating an unstructured INFO
@@ -403,6 +420,32 @@ class NcclParser(LineParser):
         self.deferred.append((next(self.sink.numbering), (path, no, text, text, host_of_file, None, None), where,
                               shape, data))
         self._plain[shape] = self.repeat_target = data
+        return True
+
+    def said_copy(self, line: Line, thread: tuple, parts: tuple) -> bool:
+        """What feed_info(line, thread, parts) does with another thread's (rank's) copy of an Init or
+        network line whose first copy left its fields (_MADE), done without the general path; False
+        (nothing done) for any other line.  scan.py calls it for lines without a time or wrapper."""
+        if self._chains or self._last_warn:
+            return False
+        dev_s, msg = parts
+        dev = int(dev_s) if dev_s else None
+        made_as = _MADE.get((msg, dev))
+        if made_as is None:  # (only a message _said_once parsed is there: no chain link, no channel)
+            return False
+        host, pid, tid = thread
+        said = _said_key(host, pid, tid, dev_s, msg)
+        seen = self._said.get(said)
+        if seen is not None:
+            seen["count"] += 1
+            self.repeat_target = seen
+            return True
+        kind, rank, fields = made_as
+        data = {key: value.copy() if type(value) is list else value for key, value in fields.items()}
+        self.sink.made_again(line, kind, line.stamp, host, int(pid) if pid else None, int(tid) if tid else None,
+                             rank, data)
+        data["count"] = 1
+        self._said[said] = self.repeat_target = data
         return True
 
     def materialize(self) -> None:

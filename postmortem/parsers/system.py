@@ -8,6 +8,7 @@ The formats (docs/formats.md, system) and their modules:
 * boot_time.py — /proc/stat `btime`, `uptime -s`;
 * ss.py — `ss -t -i` (TCP connections and their tcp_info);  iptables.py — `iptables -L -v -n`;
 * tc.py — `tc -s qdisc show` (queueing disciplines: drops, shaping, emulated loss);
+* xfrm.py — `ip xfrm policy` / `ip xfrm state` (IPsec policies and security associations);
 * ulimit.py — `ulimit -a`;  environment.py — `env` dumps;  docker.py — `docker inspect`.
 
 Each module lists its tables and reports (`BLOCKS`, system_base.Block: a header line opens
@@ -19,16 +20,16 @@ from __future__ import annotations
 
 import re
 
-from postmortem.parsers import boot_time, docker, environment, ibv_devinfo, iproute, iptables, memory, nvidia_smi, ss, tc, ulimit
+from postmortem.parsers import boot_time, docker, environment, ibv_devinfo, iproute, iptables, memory, nvidia_smi, ss, tc, ulimit, xfrm
 from postmortem.parsers.base import Line, LineParser
 from postmortem.parsers.keywords import any_word
 from postmortem.parsers.system_base import Block, LineFormat, parse
 
 BLOCKS: tuple[type[Block], ...] = (*memory.BLOCKS, *nvidia_smi.BLOCKS, *ibv_devinfo.BLOCKS, *iproute.BLOCKS, *ss.BLOCKS,
-                                     *iptables.BLOCKS, *tc.BLOCKS)
+                                     *iptables.BLOCKS, *tc.BLOCKS, *xfrm.BLOCKS)
 LINE_FORMATS: tuple[LineFormat, ...] = (*memory.LINE_FORMATS, *boot_time.LINE_FORMATS, *ulimit.LINE_FORMATS,
                                         *environment.LINE_FORMATS, *docker.LINE_FORMATS,
-                                        *iproute.LINE_FORMATS, *tc.LINE_FORMATS)
+                                        *iproute.LINE_FORMATS, *tc.LINE_FORMATS, *xfrm.LINE_FORMATS)
 
 
 class SystemParser(LineParser):

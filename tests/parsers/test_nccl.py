@@ -1,4 +1,5 @@
 """NCCL_DEBUG parser on real NCCL output (fixtures/nccl/SOURCE.md)."""
+import re
 from pathlib import Path
 
 import pytest
@@ -299,3 +300,40 @@ def test_non_nccl_lines_are_not_taken():
 def test_arbitrary_text_never_raises(lines):
     r = parse_text("fuzz", lines)
     assert not [p for p in r.sink.problems if p.startswith("nccl ")]
+
+
+def _said_lines() -> list[str]:
+    """Every fixture line the parser makes an Init or network event of."""
+    out = []
+    for path in ALL_FIXTURES:
+        r = parse(str(path.relative_to(FIX)))
+        out += [e.ref.text for e in r.sink.events if e.kind in ("nccl.init", "nccl.network")]
+    return out
+
+
+def test_another_ranks_copy_of_an_init_or_network_line_makes_the_same_event():
+    """A copy of an Init or network line that another rank printed first is made from the first
+    copy's fields (nccl._MADE): the event must be what parsing the copy alone makes."""
+    lines = _said_lines()
+    assert len(lines) > 20
+    # the same lines printed by another process (its own host:pid:tid), in another file, and
+    # behind a launcher's rank wrapper
+    thread = re.compile(r"[^\s:\[\]]+:\d+:\d+(?= )")
+    other = [thread.sub("node7:4242:4343", line, count=1) for line in lines]
+    assert sum(a != b for a, b in zip(lines, other)) > 20
+    wrapped = [f"[rank5]:{line}" for line in other]
+    for copies in (other, wrapped):
+        nccl._MADE.clear()
+        parse_text("first.log", lines)
+        assert nccl._MADE, "the first copies leave their fields"
+        made_before = dict(nccl._MADE)
+        again = parse_text("copy.log", copies).sink.events
+        assert nccl._MADE == made_before, "every copy was made from the first copy's fields"
+        nccl._MADE.clear()
+        alone = parse_text("copy.log", copies).sink.events
+        assert [e.kind for e in again] == [e.kind for e in alone]
+        assert again == alone
+        assert [e.data for e in again] == [e.data for e in alone]
+        # each event holds its own lists: a change to one copy's data is not another's
+        lists = [id(v) for e in again for v in e.data.values() if isinstance(v, list)]
+        assert len(lists) == len(set(lists))

@@ -17,6 +17,8 @@ from postmortem.classify.rules.hardware import GpuHealth, ThermalBeforeBusLoss
 from postmortem.classify.rules.interfaces import (FirewallDiscards, HostOffNetwork, InterfaceFaults, PathDiscards,
                                                   TcpConnectionLosses)
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
+from postmortem.classify.rules.peer_path import (IpsecPolicyWithoutSa, LinkDownDuringJob, PeerAddressElsewhere, PeerUnresolved,
+                                                 SourceRewrittenOnPath)
 
 RULES: tuple[Rule, ...] = (
     KnownMessages(),
@@ -56,6 +58,11 @@ RULES: tuple[Rule, ...] = (
     PathDiscards(),
     FirewallDiscards(),
     HostOffNetwork(),
+    PeerUnresolved(),
+    PeerAddressElsewhere(),
+    IpsecPolicyWithoutSa(),
+    SourceRewrittenOnPath(),
+    LinkDownDuringJob(),
     AppError(),
 )
 

@@ -273,7 +273,8 @@ def _with_native_frames(crashed: Stack | None, stacks, signal: str) -> Stack | N
 
 def _assert_caller(stack: Stack, job_dirs: tuple[str, ...] = ()) -> Frame | None:
     """The frame whose call glibc aborted on: the caller of its assert failure (the frame after
-    the last __assert_fail* frame), or of the allocator call in which a heap check failed
+    the last __assert_fail* frame), the function whose own stack frame its stack protector or
+    fortify check found overrun (after __stack_chk_fail / __chk_fail), or of the allocator call in which a heap check failed
     (malloc_printerr: "free(): double free detected in tcache 2", "free(): invalid pointer" --
     the frame after malloc_printerr and the allocator's own frames), when that caller is not in
     the system or GPU runtime; None without such a frame, and None for a check of the heap's
@@ -281,6 +282,16 @@ def _assert_caller(stack: Stack, job_dirs: tuple[str, ...] = ()) -> Frame | None
     frames = list(stack.frames)
     names = _param(SIGN.app_native_fault.id, "assert_frames")
     hits = [i for i, f in enumerate(frames) if (f.function or "") in names]
+    # glibc's stack protector and fortify checks (__stack_chk_fail, __chk_fail): the caller is
+    # the function whose own frame was overrun, past glibc's checked wrappers (__memcpy_chk ...)
+    guarded = _param(SIGN.app_native_fault.id, "overflow_check_frames")
+    overflow = [i for i, f in enumerate(frames) if (f.function or "") in guarded]
+    if overflow and (not hits or overflow[-1] > hits[-1]):
+        by_name, by_file = (re.compile(p) for p in _param(SIGN.app_native_fault.id, "checked_wrappers"))
+        i = overflow[-1] + 1
+        while i < len(frames) and (by_name.match(frames[i].function or "") or by_file.search(frames[i].file or "")):
+            i += 1
+        hits = [i - 1]
     heap = _param(SIGN.app_native_fault.id, "heap_check_frames")
     checks = [i for i, f in enumerate(frames) if (f.function or "") in heap]
     if checks and (not hits or checks[-1] > hits[-1]):

@@ -10,9 +10,10 @@ from postmortem import stacks as stacklib
 from postmortem.classify.counter_evidence import (_NETWORK_TEXT, _TEARDOWN, carries_another, effective_shm_size,
                                                   enomem_events, memory_plentiful)
 from postmortem.classify.rules.app import _traceback_of
-from postmortem.classify.rules.base import Rule, _num, _stack_mentions, died_of, events_of, sign_finding
+from postmortem.classify.rules.base import Rule, _first_bounds, _num, _stack_mentions, died_of, events_of, sign_finding
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
-from postmortem.model import Case, Event, Ref, Stack
+from postmortem.model import Basis, Case, Event, Finding, Ref, Stack
+from postmortem.parsers import clocks
 
 # NCCL's own code: its exported/internal functions (ncclGroupEnd, ncclShmOpen, ncclProxyService)
 # or the library they are in -- not c10d's ProcessGroupNCCL, which only calls it.
@@ -242,8 +243,9 @@ class CollectiveTimeout(Rule):
         # A rank that others waited for by name (the one to publish the ncclUniqueId) is silent too.
         awaited = {int(e.data["awaited"]) for e in timeouts if str(e.data.get("awaited", "")).isdecimal()} - timed_out
         world = self._world(case, timed_out)
-        silent = silent_ranks(world, timed_out, awaited) if timed_out else []
-        some_rank_silent = world > sum(1 for r in timed_out if 0 <= r < world)
+        heard = timed_out | _failed_on_transport_first(case, k, timed_out)
+        silent = silent_ranks(world, heard, awaited) if timed_out else []
+        some_rank_silent = world > sum(1 for r in heard if 0 <= r < world)
         world_known_apart = bool(awaited) or (some_rank_silent and (
             len(timed_out) >= 2 or self._world_size(case) or self._launcher_ranks(case)))
         seqs = [int(e.data["seq"]) for e in timeouts if str(e.data.get("seq", "")).isdecimal()]
@@ -267,10 +269,22 @@ class CollectiveTimeout(Rule):
                                  "timeout", extra_refs=(behind_main.ref,),
                                  combined=tuple(s for s, present in seen if present))]
         if silent and world_known_apart:
+            worked = _worked_on_after_wait(case, timeouts, silent)
             w = (SIGN.timeout_silent_ranks.weight
                  + (SIGN.timeout_progress_advancing.weight if advancing else 0)
-                 + (SIGN.timeout_rank_busy_elsewhere.weight if busy and waiting else 0))
+                 + (SIGN.timeout_rank_busy_elsewhere.weight if busy and waiting else 0)
+                 + (SIGN.timeout_awaited_rank_worked_on.weight if worked else 0))
             why = []
+            if worked:
+                rank, line, timeout, late_s = worked
+                if line.kind == KIND.launcher_child_failed:
+                    why.append(f"rank {rank} failed of its own error ({line.ref.describe()}) {late_s:.0f} s after rank "
+                               f"{timeout.rank} had timed out ({timeout.ref.describe()}) and failed: it had not been "
+                               "waiting in the same collective, it got there late")
+                else:
+                    why.append(f"rank {rank} logged its own work ({line.ref.describe()}) {late_s:.0f} s after rank "
+                               f"{timeout.rank} had begun the wait that timed out ({timeout.ref.describe()}): it was "
+                               "alive and busy elsewhere, not waiting in the collective")
             if advancing:
                 why.append(f"the log shows '{advancing[0].data.get('task', '').strip()}' still running")
             if busy and waiting:
@@ -280,10 +294,12 @@ class CollectiveTimeout(Rule):
             summary = (f"rank(s) {sorted(timed_out)} timed out in {op}"
                        f"{f' (SeqNum {min(seqs)})' if seqs else ''} while rank(s) {silent} never reported a timeout"
                        + (f"; {'; '.join(why)}" if why else ""))
-            trace.append(f"{self.id}: straggler: silent {silent}, progress={bool(advancing)}, dumps={bool(busy and waiting)}")
-            extra = tuple(s.ref for s in busy[:1] + waiting[:1])
+            trace.append(f"{self.id}: straggler: silent {silent}, progress={bool(advancing)}, dumps={bool(busy and waiting)}, "
+                         f"worked-on={bool(worked)}")
+            extra = tuple(s.ref for s in busy[:1] + waiting[:1]) + ((worked[1].ref,) if worked else ())
             seen = ((SIGN.timeout_progress_advancing, bool(advancing)),
-                    (SIGN.timeout_rank_busy_elsewhere, bool(busy and waiting)))
+                    (SIGN.timeout_rank_busy_elsewhere, bool(busy and waiting)),
+                    (SIGN.timeout_awaited_rank_worked_on, bool(worked)))
             return [sign_finding(k, SIGN.timeout_silent_ranks, self.id, summary, timeouts + advancing[:1], "timeout",
                                  extra_refs=extra, weight=w, combined=tuple(s for s, present in seen if present),
                                  culprits=tuple(silent))]
@@ -402,6 +418,35 @@ class CollectiveTimeout(Rule):
         waiting = [s for s, w in zip(dumps, waits) if w]
         busy = [s for s, w in zip(dumps, waits) if not w]  # not `s not in waiting`: quadratic in ranks
         return busy, waiting
+
+def _failed_on_transport_first(case: Case, k, timed_out: set[int]) -> set[int]:
+    """Ranks that failed on a transport error of their own (gloo's "Connection closed by peer", an
+    NCCL WARN) BEFORE any timed-out rank failed, by torchrun's failure entries (their printed
+    times, one second apart at least): they were in the communication when it broke, not busy
+    elsewhere, so they are no silent ranks.  A straggler's own "closed by peer" comes after its
+    peers timed out and tore their connections down: its failure entry is the later one."""
+    exits: dict[int, object] = {}
+    for e in events_of(case, KIND.launcher_child_failed):
+        if e.rank is not None and e.stamp is not None and e.when and e.when.at:
+            exits[e.rank] = min(exits.get(e.rank, e.when.at), e.when.at)
+    timed_exits = [exits[r] for r in timed_out if r in exits]
+    if not timed_exits:
+        return set()
+    first_timeout_exit = min(timed_exits)
+    return {e.rank for e in _network_signs(case, k) if e.rank is not None and e.rank not in timed_out
+            and e.rank in exits and (first_timeout_exit - exits[e.rank]).total_seconds() >= 1}
+
+
+def level_stall(case: Case, k) -> Finding | None:
+    """The collective-timeout reading when it found every rank of the world timed out in one
+    collective after each had logged the same step (timeout.ranks_level): no rank was behind,
+    the collective itself stopped moving.  Rules that measured the path (network state) pair
+    with it: the ranks' own logs say nobody was late, the host's state says why nothing moved."""
+    for f in CollectiveTimeout().findings(case, k, []):
+        if SIGN.timeout_ranks_level.id in f.signs:
+            return f
+    return None
+
 
 class TimeoutRecordsDisagree(Rule):
     """Two ranks' watchdog records of the same work of one process group disagree.
@@ -526,6 +571,83 @@ def _timeouts_apart(case: Case, timeouts: list[Event], timed_out: set[int]) -> b
         return False
     spread_ms = (max(exits.values()) - min(exits.values())).total_seconds() * 1000
     return spread_ms >= LIMIT.timeouts_apart_share * min(limits)
+
+
+def _worked_on_after_wait(case: Case, timeouts: list[Event], silent: list[int]):
+    """(rank, line, timeout, seconds) when a rank that reported no timeout logged its own work
+    (signals.toml timeout.awaited_rank_worked_on params: the training loop's progress lines) at
+    least half a timeout after a rank that timed out had begun its wait: it was running its own
+    code, not waiting in the collective; else None.  The waiter began at the latest at the
+    latest bound of its timeout's time (an untimed traceback: up to its file's next timed line)
+    minus the timeout it printed; the line's own printed time minus its uncertainty must be
+    later by threshold.timeouts_apart_share of that timeout (lockstep jitter, host clocks)."""
+    params = SIGN.timeout_awaited_rank_worked_on.params
+    wanted = set(silent)
+    lines = [e for e in events_of(case, tuple(params["progress_kinds"]))
+             if e.when and e.when.at and e.when.basis in (Basis.MEASURED, Basis.CONVERTED)
+             and (e.when.uncertainty_s or 0) <= params["max_uncertainty_s"]]
+    if not lines:
+        return _failed_long_after(case, timeouts, wanted)
+    file_rank = _file_ranks(case)
+    mine = [(e.rank if e.rank is not None else file_rank.get(e.ref.path), e) for e in lines]
+    mine = [(r, e) for r, e in mine if r in wanted]
+    if not mine:
+        return _failed_long_after(case, timeouts, wanted)
+    for t in timeouts:
+        limits = [int(v) for v in (t.data.get("timeout_ms"), t.data.get("ran_ms")) if str(v or "").isdecimal()]
+        if t.rank is None or t.rank in wanted or not limits or not t.when or not t.when.at:
+            continue
+        _, fired_by = _first_bounds([t], t.when.at)
+        if fired_by is None:
+            continue
+        limit_s = max(limits) / 1000
+        began_by = clocks.add_seconds(fired_by, -limit_s)
+        if began_by is None:
+            continue
+        for r, e in sorted(mine, key=lambda re_: re_[1].when.at, reverse=True):
+            printed = clocks.add_seconds(e.when.at, -(e.when.uncertainty_s or 0))
+            late = (printed - began_by).total_seconds() if printed is not None else None
+            if late is not None and late >= LIMIT.timeouts_apart_share * limit_s:
+                return r, e, t, late
+    return _failed_long_after(case, timeouts, wanted)
+
+
+def _failed_long_after(case: Case, timeouts: list[Event], wanted: set[int]):
+    """(rank, its failure record, timeout, seconds) when a rank that reported no timeout failed
+    of its own error (its launcher's record: exit code, no signal -- not the teardown) half a
+    timeout or more after the rank that timed out had failed: had it waited in the same
+    collective since the same moment, its own timeout (or the peer-gone error a waiting gloo pair
+    raises at once) would have ended it within the launchers' polling; it got there late.  Only
+    with its own error in the bundle that is no timeout (a rank whose timeout line is missing
+    would look the same)."""
+    records: dict[int, Event] = {}
+    for e in events_of(case, KIND.launcher_child_failed):
+        code = e.data.get("exitcode")
+        if e.rank is not None and e.when and e.when.at and isinstance(code, int) and code > 0:
+            records[e.rank] = e if e.rank not in records or e.when.at < records[e.rank].when.at else records[e.rank]
+    timeout_lines = {(t.ref.path, t.ref.line) for t in timeouts}
+    own_error = {e.rank for e in events_of(case, KIND.py_exception)
+                 if e.rank in wanted and (e.ref.path, e.ref.line) not in timeout_lines}
+    for t in timeouts:
+        limits = [int(v) for v in (t.data.get("timeout_ms"), t.data.get("ran_ms")) if str(v or "").isdecimal()]
+        if t.rank is None or t.rank in wanted or t.rank not in records or not limits:
+            continue
+        limit_s = max(limits) / 1000
+        for r in sorted(wanted & own_error & set(records)):
+            late = (records[r].when.at - records[t.rank].when.at).total_seconds()
+            if late >= LIMIT.timeouts_apart_share * limit_s:
+                return r, records[r], t, late
+    return None
+
+
+def _file_ranks(case: Case) -> dict[str, int]:
+    """A file's rank when every event of it that names a rank names the same one (a per-node or
+    per-rank log): its lines without a rank are that rank's."""
+    seen: dict[str, set[int]] = {}
+    for e in case.events:
+        if e.rank is not None:
+            seen.setdefault(e.ref.path, set()).add(e.rank)
+    return {path: next(iter(ranks)) for path, ranks in seen.items() if len(ranks) == 1}
 
 
 def _transport_errors_visible(case: Case, timeouts: list[Event]) -> bool:

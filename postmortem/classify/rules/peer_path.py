@@ -1,0 +1,309 @@
+"""Comms family: the host's path to the job's own peer addresses -- the kernel's neighbour table
+(`ip neigh`, parsers/iproute.py) and its IPsec policies (`ip xfrm`, parsers/xfrm.py) -- beside
+the job's failure.
+
+The neighbour table is the host's layer-2 view of each next hop: the kernel creates an entry
+when it routes a packet out of a device to an address on that link, asks for the address's
+link-layer address (ARP / neighbour discovery) and records the answer.  Two readings say the
+job's packets could not reach its peer, whatever the job printed:
+
+* the entry for the peer stays unresolved -- INCOMPLETE (asked, no answer yet) or FAILED (the
+  probes ran out, Linux net/core/neighbour.c neigh_timer_handler: NUD_FAILED after
+  mcast_probes + ucast_probes unanswered): nothing on that link answers for the peer's
+  address (it is down, unplugged, or the host sends into a network the peer is not on);
+* the entry names a link-layer address that is not the one the peer's own interface listing
+  shows for the interface holding that address: frames for the peer go to another machine
+  (a duplicate address answering ARP, a spoofed or stale takeover).
+
+Each is weak: a peer that crashed stops answering ARP too, and one snapshot may be old.  With
+every rank timed out in one collective after logging the same step (timeout.ranks_level) --
+nobody was late, the collective stopped moving -- the pair names the network.
+"""
+from __future__ import annotations
+
+import ipaddress
+
+from postmortem.classify.rules.base import Rule, events_of, sign_finding
+from postmortem.classify.rules.config import TIMEOUT_KINDS, level_stall
+from postmortem.classify.rules.interfaces import _host_local, _job_endpoints, _named, job_interfaces
+from postmortem.knowledge.registry import KIND, SIGN, produced_by
+from postmortem.model import Case, Fact
+from postmortem.parsers.iproute import FACT, NEIGH_FACT
+from postmortem.parsers.iptables import FACT as FIREWALL_FACT
+from postmortem.parsers.xfrm import LISTING_FACT, POLICY_FACT, STATE_FACT
+
+
+def _failure(case: Case):
+    """The job's failure the neighbour state may explain: its collective or store timeouts,
+    else a rank's failure entry (torchrun ChildFailedError)."""
+    return events_of(case, TIMEOUT_KINDS) or events_of(case, {KIND.launcher_child_failed})
+
+
+def _paired(case: Case, k, trace: list[str], rule: str) -> tuple:
+    """timeout.ranks_level as the second, independent sign when the collective-timeout reading found it."""
+    level = level_stall(case, k)
+    if level is None:
+        return ()
+    trace.append(f"{rule}: paired with timeout.ranks_level: every rank timed out in one collective after logging the same step")
+    return (SIGN.timeout_ranks_level,)
+
+
+def _peer_neighbours(case: Case) -> tuple[list[Fact], frozenset[str]]:
+    addrs, _ = _job_endpoints(case)
+    return [f for f in case.facts if f.name == NEIGH_FACT and isinstance(f.value, dict)
+            and f.value.get("addr") in addrs], addrs
+
+
+class PeerUnresolved(Rule):
+    """The neighbour entry for an address the job's own lines name (MASTER_ADDR, a gloo or NCCL
+    peer) is INCOMPLETE or FAILED (signals.toml net.peer_unresolved)."""
+
+    id = "peer-unresolved"
+
+    def findings(self, case, k, trace):
+        params = SIGN.net_peer_unresolved.params
+        neighbours, _ = _peer_neighbours(case)
+        bad = [f for f in neighbours if set(f.value.get("states") or ()) & set(params["unresolved_states"])]
+        if not bad:
+            return []
+        failed = _failure(case)
+        if not failed:
+            trace.append(f"{self.id}: not counted: {bad[0].value['addr']} unresolved ({bad[0].ref.describe()}) but the job shows no failure")
+            return []
+        f = bad[0]
+        what = (f"the neighbour entry for the job's peer {f.value['addr']} on {f.value['dev']} is "
+                f"{'/'.join(f.value['states'])} ({f.ref.describe()}): nothing on that link answered for the peer's address")
+        summary = what + f"; the job failed beside it ({failed[0].ref.describe()})"
+        trace.append(f"{self.id}: {what}")
+        return [sign_finding(k, SIGN.net_peer_unresolved, self.id, summary, failed[:2], "neighbour",
+                             extra_refs=tuple(x.ref for x in bad[:2]), combined=_paired(case, k, trace, self.id))]
+
+
+class PeerAddressElsewhere(Rule):
+    """The neighbour entry for an address the job's own lines name resolves to a link-layer
+    address that no interface holding that address in the bundle's listings has
+    (signals.toml net.peer_address_elsewhere)."""
+
+    id = "peer-address-elsewhere"
+
+    def findings(self, case, k, trace):
+        params = SIGN.net_peer_address_elsewhere.params
+        neighbours, _ = _peer_neighbours(case)
+        confirmed = [f for f in neighbours if f.value.get("lladdr") and not f.value.get("router")
+                     and set(f.value.get("states") or ()) & set(params["confirmed_states"])]
+        if not confirmed:
+            return []
+        holders = _address_holders(case)
+        for f in confirmed:
+            addr, mac = f.value["addr"], f.value["lladdr"]
+            macs = holders.get(addr)
+            if not macs or mac in {m for m, _ in macs}:
+                continue
+            failed = _failure(case)
+            if not failed:
+                return []
+            owner_mac, owner = min(macs, key=lambda m: m[0])
+            what = (f"the neighbour entry for the job's peer {addr} names {mac} ({f.ref.describe()}), but the "
+                    f"interface holding {addr} has {owner_mac} ({owner.describe()}): the peer's frames go to another machine")
+            summary = what + f"; the job failed beside it ({failed[0].ref.describe()})"
+            trace.append(f"{self.id}: {what}")
+            return [sign_finding(k, SIGN.net_peer_address_elsewhere, self.id, summary, failed[:2], "neighbour-mac",
+                                 extra_refs=(f.ref, owner), combined=_paired(case, k, trace, self.id))]
+        return []
+
+
+def _address_holders(case: Case) -> dict[str, set[tuple[str, object]]]:
+    """address -> {(MAC, ref)} of the interfaces holding it, joining the views of one interface
+    in one file (`ip -br link` gives the MAC, `ip -br addr` the addresses; `ip addr` gives both)."""
+    views: dict[tuple[str, str], dict] = {}
+    for f in case.facts:
+        if f.name != FACT or not isinstance(f.value, dict):
+            continue
+        v = views.setdefault((f.ref.path, str(f.value.get("name", ""))), {"addresses": set(), "mac": None, "ref": None})
+        v["addresses"].update(str(a).split("/", 1)[0] for a in f.value.get("addresses") or ())
+        if f.value.get("mac") and f.value["mac"] != "00:00:00:00:00:00":
+            v["mac"], v["ref"] = f.value["mac"], f.ref
+    out: dict[str, set[tuple[str, object]]] = {}
+    for v in views.values():
+        if v["mac"]:
+            for a in v["addresses"]:
+                out.setdefault(a, set()).add((v["mac"], v["ref"]))
+    return out
+
+
+class IpsecPolicyWithoutSa(Rule):
+    """An outbound IPsec policy whose selector covers an address the job's own lines name and
+    whose required template has no security association in the same host's `ip xfrm state`
+    listing (signals.toml net.ipsec_policy_without_sa).
+
+    Linux net/xfrm/xfrm_policy.c: a packet matching an outbound policy with templates is sent
+    only through the SAs the templates resolve to (xfrm_lookup -> xfrm_tmpl_resolve ->
+    xfrm_state_find); with none, the kernel asks the key manager for one (km_query, an ACQUIRE)
+    and, with net.core.xfrm_larval_drop = 1 (the default), drops the packet meanwhile.  With no
+    key manager answering, every packet to the peer is dropped while the link itself is fine."""
+
+    id = "ipsec-policy-without-sa"
+
+    def findings(self, case, k, trace):
+        policies = [f for f in case.facts if f.name == POLICY_FACT and isinstance(f.value, dict)
+                    and f.value.get("dir") == "out" and f.value.get("action") == "allow"
+                    and any(not t.get("optional") for t in f.value.get("templates") or ())]
+        if not policies:
+            return []
+        listed = {f.ref.path for f in case.facts if f.name == LISTING_FACT}
+        states = [f for f in case.facts if f.name == STATE_FACT and isinstance(f.value, dict)]
+        addrs, _ = _job_endpoints(case)
+        for f in policies:
+            if f.ref.path not in listed:
+                trace.append(f"{self.id}: not counted: policy {f.ref.describe()} but no `ip xfrm state` listing of the same host")
+                continue
+            peers = sorted(a for a in addrs if _covers(f.value.get("dst", ""), a))
+            if not peers:
+                continue
+            missing = [t for t in f.value["templates"] if not t.get("optional")
+                       and not any(_sa_for(t, s.value) for s in states if s.ref.path == f.ref.path)]
+            if not missing:
+                continue
+            failed = _failure(case)
+            if not failed:
+                trace.append(f"{self.id}: not counted: policy without SA for {peers[0]} ({f.ref.describe()}) but the job shows no failure")
+                return []
+            t = missing[0]
+            what = (f"an outbound IPsec policy for {f.value['dst']} ({f.ref.describe()}) requires {t.get('proto') or 'an'} "
+                    f"SA {t.get('src') or '?'} -> {t.get('dst') or '?'} and the host's `ip xfrm state` lists none: "
+                    f"the kernel drops the packets to the job's peer {peers[0]} until a key manager installs one")
+            summary = what + f"; the job failed beside it ({failed[0].ref.describe()})"
+            trace.append(f"{self.id}: {what}")
+            return [sign_finding(k, SIGN.net_ipsec_policy_without_sa, self.id, summary, failed[:2], "ipsec",
+                                 extra_refs=(f.ref,), combined=_paired(case, k, trace, self.id))]
+        return []
+
+
+def _covers(selector: str, addr: str) -> bool:
+    try:
+        return ipaddress.ip_address(addr) in ipaddress.ip_network(selector or "0.0.0.0/0", strict=False)
+    except ValueError:
+        return False
+
+
+def _sa_for(template: dict, state: dict) -> bool:
+    """The SA the template resolves to: same protocol and, where the template names them (a
+    transport-mode template may leave them to the packet's), the same endpoints."""
+    if template.get("proto") and state.get("proto") != template["proto"]:
+        return False
+    return all(not template.get(side) or template[side] == state.get(side) for side in ("src", "dst"))
+
+
+class SourceRewrittenOnPath(Rule):
+    """A source-NAT rule on a host's egress (iptables nat POSTROUTING, `-j SNAT --to-source X`)
+    that matched packets, covers the job's peers' addresses, and rewrites to an address the
+    job's lines never name for any rank (signals.toml net.source_rewritten_on_path).
+
+    netfilter (net/netfilter/nf_nat_core.c, xt_nat.c): SNAT rewrites the source of every packet
+    of a connection conntrack maps through the rule -- conntrack also picks up established TCP
+    flows mid-stream (nf_conntrack_tcp_loose = 1, the default) -- so the peer receives the job's
+    segments from an address it has no connection with and answers with a reset: each side's
+    transport reports the other closed the connection.  MASQUERADE is left out: it rewrites to
+    the egress interface's own primary address, the one the peers already know."""
+
+    id = "source-rewritten-on-path"
+
+    def findings(self, case, k, trace):
+        params = SIGN.net_source_rewritten_on_path.params
+        addrs, _ = _job_endpoints(case)
+        if not addrs:
+            return []
+        for f in case.facts:
+            if f.name != FIREWALL_FACT or not isinstance(f.value, dict) or f.value.get("chain") != params["chain"]:
+                continue
+            for rule in f.value.get("rules") or ():
+                to = str(rule.get("match") or "")
+                target_addr = next((w.split(":", 1)[1].split("-")[0] for w in to.split() if w.startswith("to:")), "")
+                target_addr = target_addr.split(":")[0]
+                if (rule.get("target") != params["target"] or rule.get("packets", 0) <= 0 or not target_addr
+                        or target_addr in addrs or _host_local(str(rule.get("out", "*")).lstrip("!").rstrip("+"))):
+                    continue
+                # the peers first: an address one of the bundle's interface listings holds may be this host's own
+                held = {str(a).split("/", 1)[0] for g in case.facts if g.name == FACT and isinstance(g.value, dict)
+                        for a in g.value.get("addresses") or ()}
+                covered = sorted((a for a in addrs if _covers(str(rule.get("destination") or "0.0.0.0/0"), a)),
+                                 key=lambda a: (a in held, a))
+                if not covered or str(rule.get("prot", "0")).lower() not in params["protocols"]:
+                    continue
+                failed = _failure(case) or events_of(case, _comms_kinds(k))
+                if not failed:
+                    trace.append(f"{self.id}: not counted: SNAT to {target_addr} ({f.ref.describe()}) but the job shows no failure")
+                    return []
+                what = (f"a source-NAT rule on the egress ({f.ref.describe()}: SNAT to {target_addr}, {rule['packets']} "
+                        f"packet(s) matched) rewrites the job's packets to its peer {covered[0]} to an address the job's "
+                        "lines never name: the peer sees them from a stranger and resets the connection")
+                summary = what + f"; the job failed beside it ({failed[0].ref.describe()})"
+                trace.append(f"{self.id}: {what}")
+                return [sign_finding(k, SIGN.net_source_rewritten_on_path, self.id, summary, failed[:2], "snat",
+                                     extra_refs=(f.ref,), combined=_paired(case, k, trace, self.id))]
+        return []
+
+
+def _comms_kinds(k) -> frozenset[str]:
+    """Message kinds a pattern reads as a comms cause (a transport error the job printed)."""
+    return frozenset(f"msg.{m.id}" for m in k.messages if m.cause in k.causes and k.causes[m.cause].category == "comms")
+
+
+class LinkDownDuringJob(Rule):
+    """A timestamped record of link changes (`ip -ts monitor link` on a host or on the switch the
+    hosts hang off) shows an interface outside the host losing its link after the job's first
+    timed line and before its first failure (signals.toml net.link_down_during_job).  Frames
+    sent while a link is down are lost; TCP retransmits them with exponential backoff
+    (RFC 6298, Linux tcp_retransmit_timer), so even a link that comes back can leave a
+    collective waiting past its timeout, and repeated short outages (a flapping port) keep the
+    backed-off retransmissions missing the up windows."""
+
+    id = "link-down-during-job"
+
+    def findings(self, case, k, trace):
+        changes = [e for e in events_of(case, {KIND.iproute_link_change}) if e.when and e.when.at
+                   and not _host_local(str(e.data.get("name", "")))]
+        if not changes:
+            return []
+        failed = _failure(case)
+        # the failure's time as its own lines print it (a watchdog line's stamp, torchrun's failure
+        # entry): an untimed traceback line is only placed after its file's previous timed line
+        printed = [e for e in [*failed, *events_of(case, {KIND.launcher_child_failed})]
+                   if e.stamp is not None and e.when and e.when.at]
+        if not failed or not printed:
+            return []
+        first_fail = min(e.when.at for e in printed)
+        change_files = {e.ref.path for e in changes}
+        job_times = [e.when.at for e in case.events if e.when and e.when.at and e.ref.path not in change_files
+                     and e.kind not in _KERNEL_KINDS]
+        if not job_times:
+            return []
+        start = min(job_times)
+        exact, prefixes = job_interfaces(case)
+        downs = []
+        for e in changes:
+            name = str(e.data.get("name", ""))
+            if (exact or prefixes) and not _named(name, exact, prefixes) and " master " not in f" {e.text} ":
+                continue   # another interface of a host whose job names its own (a switch port carries every host's)
+            if _down(e.data) and start <= e.when.at <= first_fail:
+                downs.append(e)
+        if not downs:
+            return []
+        first = min(downs, key=lambda e: e.when.at)
+        name = str(first.data.get("name"))
+        history = sorted((e for e in changes if e.data.get("name") == name), key=lambda e: e.when.at)
+        outages = sum(1 for a, b in zip(history, history[1:]) if not _down(a.data) and _down(b.data)) + (
+            1 if history and _down(history[0].data) else 0)
+        what = (f"interface {name} lost its link at {first.when.at.time().isoformat(timespec='seconds')} "
+                f"({first.ref.describe()}), after the job started and before its first failure "
+                f"({failed[0].ref.describe()})" + (f"; {outages} outage(s) in the record" if outages > 1 else ""))
+        trace.append(f"{self.id}: {what}")
+        return [sign_finding(k, SIGN.net_link_down_during_job, self.id, what + ": the path lost the job's frames",
+                             failed[:2] + [first], "link-down-during-job", combined=_paired(case, k, trace, self.id))]
+
+
+def _down(data: dict) -> bool:
+    return data.get("carrier") is False or data.get("admin_up") is False or data.get("state") in ("DOWN", "LOWERLAYERDOWN")
+
+
+_KERNEL_KINDS = produced_by("parser:kernel")

@@ -1,0 +1,97 @@
+"""A rank that reported no timeout logged its own work half a timeout or more after a peer had
+begun the wait that timed out: it was alive and busy elsewhere -- a straggler, the counterpart of
+timeout.ranks_level (signals.toml timeout.awaited_rank_worked_on).  Bundles are real lab runs in
+fixtures/; near misses are derived from them at test time (marked where they are)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from postmortem.run import analyze
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures"
+EXPORT = FIX / "validation26" / "lab-c" / "lab8-rank1-export-calibration-monitored-barrier-10s" / "bundle"
+BLACKHOLE = FIX / "validation22" / "lab4-midrun-blackhole-timeout" / "bundle"
+SIGN = "timeout.awaited_rank_worked_on"
+LATE_LINE = "2026-12-02 06:14:28,672 INFO tagger: exported step 30"
+
+
+def _copy(tmp_path: Path, src: Path) -> Path:
+    dst = tmp_path / "bundle"
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_a_rank_logging_its_work_after_the_peer_began_waiting_is_the_straggler(tmp_path):
+    # rank 0: "Rank 1 failed to pass monitoredBarrier in 10000 ms" (its last line 06:14:15, the
+    # launcher's exit 06:14:28.996: it began waiting by 06:14:19); rank 1 logged "exported step
+    # 30 ... in 13.4s" at 06:14:28.672 -- nine seconds later
+    bundle = _copy(tmp_path, EXPORT)
+    assert LATE_LINE in (bundle / "node1_torchrun.log").read_text(encoding="utf-8")
+    v = analyze(bundle).verdict
+    assert (v.category.value, v.cause) == ("config", "straggler_timeout"), v.trace
+    assert any("independent weak signs" in t and SIGN in t for t in v.trace), v.trace
+    assert 1 in v.root.culprit_ranks and "node1_torchrun.log:9" in v.root.summary
+
+
+def test_without_the_late_rank_s_own_line_it_only_leans(tmp_path):
+    # near miss derived at test time: rank 1's export line removed -- only its silence is left
+    bundle = _copy(tmp_path, EXPORT)
+    log = bundle / "node1_torchrun.log"
+    log.write_text("".join(line for line in log.read_text(encoding="utf-8").splitlines(keepends=True)
+                           if "exported step" not in line), encoding="utf-8")
+    v = analyze(bundle).verdict
+    assert v.cause != "straggler_timeout" or v.confidence < 0.35, v.trace
+    assert not any(SIGN in t for t in v.trace)
+
+
+def test_a_line_within_half_a_timeout_of_the_wait_does_not_count(tmp_path):
+    # hostile input generated at test time: the same line stamped 06:14:20.672, under 2 s after
+    # rank 0 began its 10 s wait at the latest -- lockstep jitter or clock skew, not a straggler
+    bundle = _copy(tmp_path, EXPORT)
+    log = bundle / "node1_torchrun.log"
+    log.write_text(log.read_text(encoding="utf-8").replace("06:14:28,672 INFO tagger: exported",
+                                                           "06:14:20,672 INFO tagger: exported"), encoding="utf-8")
+    v = analyze(bundle).verdict
+    assert not any(SIGN in t for t in v.trace), v.trace
+    assert v.cause != "straggler_timeout" or v.confidence < 0.35
+
+
+def test_a_network_stall_whose_ranks_stopped_logging_before_the_waits_is_not_read_as_a_straggler(tmp_path):
+    # real near miss: lab4-midrun-blackhole-timeout, every rank's last step line precedes its wait
+    v = analyze(_copy(tmp_path, BLACKHOLE)).verdict
+    assert not any(SIGN in t for t in v.trace)
+    assert v.category.value != "config", v.trace
+
+
+DOWNLOAD = FIX / "validation25" / "lab-b" / "lab7-rank0-features-download-barrier-timeout" / "bundle"
+NORMALISER = FIX / "validation26" / "lab-c" / "lab8-rank0-normaliser-fit-15s-timeout-restarts-exhausted" / "bundle"
+
+
+def test_a_rank_failing_of_its_own_error_long_after_the_peers_timeout_got_there_late(tmp_path):
+    # rank 1's barrier timed out (30 s) and its launcher recorded the failure at 03:02:37; rank 0
+    # (downloading on its own) reached the barrier, got "Connection closed by peer" and its record
+    # says 03:02:55 -- 18 s later, more than half the timeout
+    v = analyze(_copy(tmp_path, DOWNLOAD)).verdict
+    assert (v.category.value, v.cause) == ("config", "straggler_timeout"), v.trace
+    assert any("independent weak signs" in t and SIGN in t for t in v.trace), v.trace
+    assert 0 in v.root.culprit_ranks
+
+
+def test_failures_within_half_a_timeout_of_each_other_do_not_count(tmp_path):
+    # hostile input generated at test time: rank 0's failure record moved to 03:02:45 (8 s after
+    # rank 1's, under half of its 30 s timeout)
+    bundle = _copy(tmp_path, DOWNLOAD)
+    log = bundle / "node0.log"
+    log.write_text(log.read_text(encoding="utf-8").replace("2026-12-02_03:02:55", "2026-12-02_03:02:45"),
+                   encoding="utf-8")
+    v = analyze(bundle).verdict
+    assert not any(SIGN in t for t in v.trace), v.trace
+    assert v.cause != "straggler_timeout" or v.confidence < 0.35
+
+
+def test_a_peer_torn_down_by_the_launcher_is_no_sign_of_its_own(tmp_path):
+    # real near miss: rank 1 timed out in broadcast (15 s) while rank 0 was still fitting; torchrun
+    # SIGTERMed rank 0 -- its record is the teardown's signal, not an error of its own
+    v = analyze(_copy(tmp_path, NORMALISER)).verdict
+    assert not any(SIGN in t for t in v.trace), v.trace
