@@ -16,7 +16,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 from postmortem.model import Fact, Frame, Ref
@@ -126,13 +126,41 @@ def match(traces: Iterable[RankTrace]) -> Matching:
     calls = {v: k for k, v in call_ids.items()}
     names = sorted(by_group, key=lambda n: (-len(by_group[n]), n))
     groups = tuple(_match_group(pg, by_group[pg], kept, calls) for pg in names)
-    return Matching(groups, tuple(kept), tuple(notes))
+    groups, held = _held_in_other_groups(groups)
+    return Matching(groups, tuple(kept), tuple(notes) + held)
+
+
+def _held_in_other_groups(groups: tuple[GroupMatch, ...]) -> tuple[tuple[GroupMatch, ...], tuple[str, ...]]:
+    """A rank that never entered group A's collective is not "behind" when it waits inside
+    another group's collective that every member of that group entered and none completed:
+    it is held there, and the hang is that group's (audit 7 M6: a subgroup's collective stuck
+    on a partition between two of its members keeps them out of the world's next one)."""
+    stuck = {r: g for g in groups if g.stuck_all and len(g.dumped) >= 2 for r in g.waiting}
+    out, notes = [], []
+    for g in groups:
+        held = [b for b in g.behind if b.rank in stuck and stuck[b.rank] is not g]
+        if held:
+            other = stuck[held[0].rank]
+            notes.append(f"process group {g.pg}: rank(s) {_span(b.rank for b in held)} did not enter #{g.frontier} "
+                         f"because they wait in process group {other.pg}'s #{other.frontier}, which all its members "
+                         "entered and none completed: not behind")
+            g = replace(g, behind=tuple(b for b in g.behind if b not in held))
+        out.append(g)
+    return tuple(out), tuple(notes)
 
 
 # ----------------------------------------------------------------------- one job only
 
 def _job_key(t: RankTrace) -> tuple:
-    return (t.version, t.comm_lib_version, tuple(sorted((k, v) for k, v in t.pg_ranks.items())))
+    return (t.version, t.comm_lib_version)
+
+
+def _consistent(t: RankTrace, groups: dict[str, tuple]) -> bool:
+    """One job's dumps agree on every group they both name with its ranks: a member of a
+    subgroup records that group too, and gloo records the default group's ranks on some ranks
+    only (an empty list elsewhere) -- so equal pg_ranks is no test of one job (audit 7 M6)."""
+    return all(not ranks or not groups.get(name) or tuple(groups[name]) == tuple(ranks)
+               for name, ranks in t.pg_ranks.items())
 
 
 def _one_job(traces: list[RankTrace]) -> tuple[list[RankTrace], list[str]]:
@@ -150,8 +178,19 @@ def _one_job(traces: list[RankTrace]) -> tuple[list[RankTrace], list[str]]:
     kept = by_key[main_key]
     for key, ts in by_key.items():
         if key is not main_key:
-            notes.append(f"{', '.join(t.path for t in ts[:4])}: process groups / version differ from the other "
+            notes.append(f"{', '.join(t.path for t in ts[:4])}: version differs from the other "
                          f"{len(kept)} dump(s) ({_describe_key(key)} vs {_describe_key(main_key)}): another job, left out")
+    # the groups most dumps agree on; a dump naming one of them with other ranks is another job's
+    groups: dict[str, tuple] = {}
+    for name in {n for t in kept for n in t.pg_ranks}:
+        seen = Counter(tuple(t.pg_ranks[name]) for t in kept if t.pg_ranks.get(name))
+        if seen:
+            groups[name] = seen.most_common(1)[0][0]
+    other = [t for t in kept if not _consistent(t, groups)]
+    if other:
+        notes.append(f"{', '.join(t.path for t in other[:4])}: process groups differ from the other "
+                     f"{len(kept) - len(other)} dump(s) (the same group with other ranks): another job, left out")
+        kept = [t for t in kept if t not in other]
     kept = _one_span(kept, notes)
     seen: dict[int, RankTrace] = {}
     for t in sorted(kept, key=lambda t: t.path):
@@ -163,8 +202,8 @@ def _one_job(traces: list[RankTrace]) -> tuple[list[RankTrace], list[str]]:
 
 
 def _describe_key(key: tuple) -> str:
-    version, lib, pgs = key
-    return f"v{version or '?'}{' ' + lib if lib else ''}, {len(pgs)} group(s)"
+    version, lib = key
+    return f"v{version or '?'}{' ' + lib if lib else ''}"
 
 
 def _one_span(traces: list[RankTrace], notes: list[str]) -> list[RankTrace]:

@@ -195,3 +195,31 @@ def test_native_modules_of_installed_software_inside_a_job_folder_are_libraries(
     # near miss: what the job built stays its own -- under its folder, or relative to its working directory
     assert _own_module("/home/u/proj/build/lensort.so", home) and _own_module("build/lensort.so", ())
     assert _own_module("/opt/app/build/ext.so", ("/opt/app/",))
+
+
+# ---------------------------------------------------------------- audit 7 M6: dumps of subgroup members
+
+_SUBGROUP = FIXTURES / "flightrec/subgroup_partition/bundle"   # real: probe p8 (PG1 = [2, 3] partitioned)
+
+
+def test_dumps_of_subgroup_members_are_one_job_and_not_called_behind():
+    v = analyze(_SUBGROUP).verdict
+    assert not any("another job" in t for t in v.trace), v.trace
+    assert any("rank(s) 2-3 did not enter #2 because they wait in process group 1's #1" in t for t in v.trace), v.trace
+    assert v.cause != "straggler_timeout" and not any("behind, alive" in t for t in v.trace), v.trace
+
+
+def test_a_dump_of_another_job_is_still_left_out_and_a_rank_behind_still_behind(tmp_path):
+    # near miss: the straggler lab's four dumps + a 2-rank job's dump (the same default group with
+    # other ranks) -- the other job's dump is left out, rank 2 (in no other stuck group) stays behind
+    import shutil
+    from postmortem import collectives
+    from postmortem.parsers import flightrec
+    straggler = FIXTURES / "bundles/lab-flightrec-straggler/bundle/flightrec"
+    for f in straggler.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    (tmp_path / "other").mkdir()
+    shutil.copy(FIXTURES / "lab/output/lab-flightrec-formats/bundle/nccl_trace_rank_0", tmp_path / "other/nccl_trace_rank_0")
+    m = collectives.match([flightrec.read(p.read_bytes(), p.name) for p in sorted(tmp_path.rglob("*")) if p.is_file()])
+    assert any("another job" in n for n in m.notes), m.notes
+    assert [b.rank for b in m.groups[0].behind] == [2]
