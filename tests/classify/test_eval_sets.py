@@ -229,3 +229,27 @@ def test_sixth_frozen_split_first_seen_floor():
     assert result["category_correct"] >= 16 and result["cause_correct"] >= 12, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
+
+
+_SWEEP9 = ("gh", "lab-a", "lab-b", "lab-c")
+
+
+def test_validation27_floor():
+    """The development half of the ninth blind sweep (fixtures/validation27, see its README):
+    first seen at 700564b with 23/35 categories and 22/35 causes, no confident mistake."""
+    result = evaluate([ROOT / "fixtures/validation27" / g for g in _SWEEP9])
+    assert result["total"] == 35
+    assert result["category_correct"] >= 23 and result["cause_correct"] >= 22, (result["category_correct"], result["cause_correct"])
+    assert not result["confident_wrong"]
+    assert result["evidence_ok"] == result["total"]
+
+
+def test_seventh_frozen_split_first_seen_floor():
+    """The frozen half of the ninth blind sweep (fixtures/frozen/sweep-2026-12i): first seen at
+    700564b with 16/31 categories and 12/31 causes, no confident mistake. Nobody develops against
+    it; the floor only guards against regressions (counts only)."""
+    result = evaluate([ROOT / "fixtures/frozen/sweep-2026-12i" / g for g in _SWEEP9])
+    assert result["total"] == 31
+    assert result["category_correct"] >= 16 and result["cause_correct"] >= 12, (result["category_correct"], result["cause_correct"])
+    assert not result["confident_wrong"]
+    assert result["evidence_ok"] == result["total"]
