@@ -195,6 +195,11 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     # lab7-rank1-reads-best-ckpt-while-rank0-writes.
     ("pt.checkpoint_truncated", "checkpoint", WHEEL, "PytorchStreamReader failed {}failed finding central directory",
      "app_error", "specific", "torch.load met a checkpoint whose zip end record is missing: the file was cut short (read while still being saved, a save killed or out of space, a partial copy) -- the job's checkpoint handling"),
+    # caffe2/serialize/inline_container.cc PyTorchStreamWriter: torch.save checks the target's
+    # directory before it writes; a missing one is the job's path (a volume not mounted on this
+    # host, a directory another rank has not made yet), not a storage fault.
+    ("pt.save_parent_dir_missing", "checkpoint", WHEEL, "Parent directory {} does not exist.",
+     "app_error", "specific", "torch.save was given a path whose directory does not exist on this host: the job's checkpoint path (a shared volume not mounted here, a directory not created before the save) -- not a storage fault"),
     # ATen shape checks (TORCH_CHECK in LinearAlgebra.cpp, ExpandUtils.cpp, Convolution.cpp,
     # TensorShape.cpp cat, LossNLL.cpp) and autograd's engine: the tensors the job's code built
     # do not fit the operation it called on them.
