@@ -19,10 +19,14 @@ _KERNEL_KINDS = produced_by("parser:kernel")
 _SIGNAL_DEATHS = deaths("fatal_signal", "exit")
 # Library code: a frame here is not the job's own (site-packages, the interpreter, the runtime),
 # nor a console script pip or conda generated for an installed package (<prefix>/bin/torchrun,
-# accelerate, deepspeed: a file name without an extension under bin/; audit 8 L3) -- the
-# launcher's own traceback, not the job's code.
+# accelerate, deepspeed; audit 8 L3) -- the launcher's own traceback, not the job's code.
 _LIBRARY_FILE = re.compile(r"(?:site|dist)-packages/|/lib/python3[\d.]*/|^<frozen |^<string>$|/torch/|/_?pytest/"
-                           r"|/s?bin/[\w-]+$|/torchinductor_[^/]+/")
+                           r"|/torchinductor_[^/]+/")
+# pip's and conda's console-script wrapper (pip/_vendor/distlib/scripts.py SCRIPT_TEMPLATE:
+# `from pkg import main` / `sys.exit(main())`) is an extension-less file under bin/ that
+# defines no function: its only frame is `<module>`.  A bin/ file with functions of its own
+# (<proj>/bin/train's main, load_schedule) is the job's entry script (audit 9 M3).
+_CONSOLE_SCRIPT = re.compile(r"/s?bin/[\w-]+$")
 # The C library's own modules; with the C++, CUDA, NCCL, Python and verbs runtimes: the runtime.
 _C_LIBRARIES = r"libc|libpthread|libm|libdl|ld-linux"
 
@@ -386,7 +390,8 @@ def _own_frame(f: Frame, job_dirs: tuple[str, ...] = ()) -> bool:
     """A frame of the job's own code: a Python file outside the libraries, or a native
     module the job built (_own_module: by inclusion, never by being off a list)."""
     if f.language == "python":
-        return bool(f.file) and not _LIBRARY_FILE.search(f.file or "")
+        return bool(f.file) and not _LIBRARY_FILE.search(f.file or "") and not (
+            f.function == "<module>" and _CONSOLE_SCRIPT.search(f.file or ""))
     return bool(f.module) and _own_module(f.module or "", job_dirs)
 
 

@@ -1,0 +1,41 @@
+"""Audit 9 probes (REAL runs made by the auditor; each folder under fixtures/lab/audit9/ holds
+the bundle, its SOURCE.txt and the mk_*/ program that made it): healthy host state beside
+another cause's failure must not become a comms claim, and one observation counts once."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from postmortem.run import analyze
+
+AUDIT9 = Path(__file__).resolve().parents[2] / "fixtures" / "lab" / "audit9"
+
+
+def _verdict(probe: str):
+    return analyze(AUDIT9 / probe / "bundle").verdict
+
+
+def _fired(v, rule: str) -> bool:
+    return any(t.startswith(f"{rule}: ") and not t.startswith((f"{rule}: not counted", f"{rule}: paired"))
+               for t in v.trace)
+
+
+def test_h0_ranks_level_counts_once_so_desync_stays_the_verdict():
+    # s14: a gloo collective desync (truth config collective_desync) on a host with a standing
+    # SNAT, an on-demand IPsec trap policy and a VM going down: three path readings paired with
+    # one fact (the ranks were level) had been counted as three signs -> comms 0.625
+    v = _verdict("s14")
+    assert (v.category, v.cause) == ("config", "collective_desync")
+
+
+def test_h0_s11_same_run_still_desync():
+    v = _verdict("s11")
+    assert (v.category, v.cause) == ("config", "collective_desync")
+
+
+def test_m3_the_jobs_own_bin_entry_script_is_its_code():
+    # s10: <proj>/bin/train (functions main, load_schedule) raises ValueError in its own code
+    v = _verdict("s10")
+    assert (v.category, v.cause) == ("config", "app_error")
+    assert v.confidence >= 0.7
