@@ -12,7 +12,7 @@ from postmortem.parsers.base import Line
 from postmortem.parsers.system_base import LineFormat, tree_tokens
 
 # Which environment variables are worth a fact (`env.NAME`): prefixes and exact names.
-ENV_PREFIXES = ("NCCL_", "TORCH_", "CUDA_", "PYTORCH_", "OMP_", "NVIDIA_", "UCX_", "MASTER_")
+ENV_PREFIXES = ("NCCL_", "TORCH_", "CUDA_", "PYTORCH_", "OMP_", "NVIDIA_", "UCX_", "MASTER_", "GLOO_")
 ENV_NAMES = ("WORLD_SIZE", "LOCAL_RANK", "RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
              "CUDA_VISIBLE_DEVICES")
 _ENV_NAME_RX = "|".join([*(re.escape(p) + r"\w*" for p in ENV_PREFIXES), *ENV_NAMES])

@@ -39,3 +39,19 @@ def test_m3_the_jobs_own_bin_entry_script_is_its_code():
     v = _verdict("s10")
     assert (v.category, v.cause) == ("config", "app_error")
     assert v.confidence >= 0.7
+
+
+@pytest.mark.parametrize("probe", ["s2", "s6", "s16", "s13"])
+def test_h2_a_link_the_job_did_not_use_or_that_never_went_down_is_no_sign(probe):
+    # s2: an unused NIC loses carrier (job on loopback); s6/s16: a VM's vnet0 on virbr0 shuts
+    # down while the job names eth0 (GLOO_/NCCL_SOCKET_IFNAME); s13: an MTU change on a spare NIC
+    # that was DOWN all along prints 'state DOWN' -- no transition.  Truth: config app_error.
+    v = _verdict(probe)
+    assert not _fired(v, "link-down-during-job"), v.trace
+    assert v.category != "comms"
+
+
+def test_l1_gloo_socket_ifname_of_an_env_dump_is_read():
+    from postmortem.classify.rules.interfaces import job_interfaces
+    case = analyze(AUDIT9 / "s6" / "bundle").case
+    assert job_interfaces(case)[1] == {"eth0"}

@@ -22,6 +22,7 @@ nobody was late, the collective stopped moving -- the pair names the network.
 from __future__ import annotations
 
 import ipaddress
+import re
 
 from postmortem.classify.rules.base import Rule, events_of, sign_finding
 from postmortem.classify.rules.config import TIMEOUT_KINDS, level_stall
@@ -280,12 +281,13 @@ class LinkDownDuringJob(Rule):
             return []
         start = min(job_times)
         exact, prefixes = job_interfaces(case)
+        holding = _interfaces_holding(case, _job_endpoints(case)[0])
         downs = []
         for e in changes:
             name = str(e.data.get("name", ""))
-            if (exact or prefixes) and not _named(name, exact, prefixes) and " master " not in f" {e.text} ":
-                continue   # another interface of a host whose job names its own (a switch port carries every host's)
-            if _down(e.data) and start <= e.when.at <= first_fail:
+            if not _jobs_link(e, name, exact, prefixes, holding):
+                continue
+            if _down(e.data) and start <= e.when.at <= first_fail and _was_up_before(e, changes):
                 downs.append(e)
         if not downs:
             return []
@@ -300,6 +302,38 @@ class LinkDownDuringJob(Rule):
         trace.append(f"{self.id}: {what}")
         return [sign_finding(k, SIGN.net_link_down_during_job, self.id, what + ": the path lost the job's frames",
                              failed[:2] + [first], "link-down-during-job", combined=_paired(case, k, trace, self.id))]
+
+
+def _interfaces_holding(case: Case, addrs: frozenset[str]) -> set[tuple[str, str]]:
+    """(file, interface) of the bundle's listings that hold an address the job's lines name."""
+    return {(f.ref.path, str(f.value.get("name", "")).split("@", 1)[0]) for f in case.facts
+            if f.name == FACT and isinstance(f.value, dict)
+            and {str(a).split("/", 1)[0] for a in f.value.get("addresses") or ()} & addrs}
+
+
+def _jobs_link(e, name: str, exact: set[str], prefixes: set[str], holding: set[tuple[str, str]]) -> bool:
+    """An interface the job's traffic used (audit 9 H2): named by the job (NCCL 'Using' lines,
+    NCCL_/GLOO_SOCKET_IFNAME), or holding an address the job's lines name.  A bridge/switch port
+    ('master X') carries every host's frames only when its bridge is not host-local (a VM's vnetN
+    on libvirt's virbr0 carries the VM's), and is read only when the job names no interface of its
+    own -- then the record cannot say which port the job's hosts hang off."""
+    base = name.split("@", 1)[0]
+    if _named(base, exact, prefixes) or any(n == base for _, n in holding):
+        return True
+    m = _MASTER.search(f" {e.text or ''} ")
+    master = str(e.data.get("master") or (m.group(1) if m else ""))
+    return bool(master) and not _host_local(master) and not (exact or prefixes)
+
+
+_MASTER = re.compile(r" master (\S+) ")
+
+
+def _was_up_before(e, changes) -> bool:
+    """A transition, not a message that shows a link down: rtnetlink sends RTM_NEWLINK for any
+    attribute change (an MTU set on a spare NIC that is down the whole time prints 'state DOWN'),
+    so the record must show the same link with its link up earlier (audit 9 H2, REAL s13)."""
+    return any(c.ref.path == e.ref.path and c.data.get("name") == e.data.get("name") and c.when.at < e.when.at
+               and not _down(c.data) for c in changes)
 
 
 def _down(data: dict) -> bool:
