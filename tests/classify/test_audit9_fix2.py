@@ -55,3 +55,12 @@ def test_l1_gloo_socket_ifname_of_an_env_dump_is_read():
     from postmortem.classify.rules.interfaces import job_interfaces
     case = analyze(AUDIT9 / "s6" / "bundle").case
     assert job_interfaces(case)[1] == {"eth0"}
+
+
+@pytest.mark.parametrize("probe", ["s7", "s12"])
+def test_h4_a_healthy_neighbour_entry_is_no_sign(probe):
+    # s7: a proxy-ARP router answers for the peer (REACHABLE, the router's MAC); s12: a direct
+    # link whose entry holds the peer's TRUE MAC, with both hosts' `ip addr` in one file
+    v = _verdict(probe)
+    assert not _fired(v, "peer-address-elsewhere"), v.trace
+    assert v.category != "comms"
