@@ -64,3 +64,13 @@ def test_h4_a_healthy_neighbour_entry_is_no_sign(probe):
     v = _verdict(probe)
     assert not _fired(v, "peer-address-elsewhere"), v.trace
     assert v.category != "comms"
+
+
+@pytest.mark.parametrize("probe,rule", [("s1", "source-rewritten-on-path"), ("s5", "ipsec-policy-without-sa")])
+def test_h1_h3_a_rule_for_another_subnet_is_no_sign(probe, rule):
+    # s1: a standing SNAT of a container subnet (-s 10.0.3.0/24) to the host's own address; s5: an
+    # IKE daemon's on-demand trap policy for 10.0.3.0/24 with no SA yet -- neither selects the
+    # job's packets (its source is not the job's address); the job failed of a peer's KeyError
+    v = _verdict(probe)
+    assert not _fired(v, rule), v.trace
+    assert v.category != "comms"

@@ -182,16 +182,25 @@ class IpsecPolicyWithoutSa(Rule):
             if f.ref.path not in listed:
                 trace.append(f"{self.id}: not counted: policy {f.ref.describe()} but no `ip xfrm state` listing of the same host")
                 continue
-            peers = sorted(a for a in addrs if _covers(f.value.get("dst", ""), a))
+            # xfrm_selector_match matches both sides: the policy must cover the job's own packets
+            # (its source selector one address of the job, its destination ANOTHER -- a host's own
+            # address is no peer of its own), not another subnet's (an IKE daemon's on-demand trap
+            # policy for a container subnet: audit 9 H3, REAL s5)
+            # the host's own address: one the job names, or a transport-mode template's source (in
+            # transport mode the SA's endpoints are the packet's own: RFC 4301 4.1)
+            here = set(addrs) | {t["src"] for t in f.value["templates"] if t.get("mode") == "transport" and t.get("src")}
+            own = {a for a in here if _covers(f.value.get("src", ""), a)}
+            peers = sorted(a for a in addrs if _covers(f.value.get("dst", ""), a) and own - {a})
             if not peers:
                 continue
             missing = [t for t in f.value["templates"] if not t.get("optional")
                        and not any(_sa_for(t, s.value) for s in states if s.ref.path == f.ref.path)]
             if not missing:
                 continue
-            failed = _failure(case)
+            # a larval drop is silence (the packets vanish), never a peer's reset: only timeouts
+            failed = events_of(case, TIMEOUT_KINDS)
             if not failed:
-                trace.append(f"{self.id}: not counted: policy without SA for {peers[0]} ({f.ref.describe()}) but the job shows no failure")
+                trace.append(f"{self.id}: not counted: policy without SA for {peers[0]} ({f.ref.describe()}) but the job shows no timeout")
                 return []
             t = missing[0]
             what = (f"an outbound IPsec policy for {f.value['dst']} ({f.ref.describe()}) requires {t.get('proto') or 'an'} "
@@ -253,7 +262,12 @@ class SourceRewrittenOnPath(Rule):
                         for a in g.value.get("addresses") or ()}
                 covered = sorted((a for a in addrs if _covers(str(rule.get("destination") or "0.0.0.0/0"), a)),
                                  key=lambda a: (a in held, a))
-                if not covered or str(rule.get("prot", "0")).lower() not in params["protocols"]:
+                # the rule must rewrite the JOB's packets (its source selector covers an address the
+                # job names, not a container subnet's) to an address no interface of the bundle holds
+                # (the host's own secondary address is what MASQUERADE does): audit 9 H1, REAL s1
+                sources = [a for a in addrs if _covers(str(rule.get("source") or "0.0.0.0/0"), a)]
+                if (not covered or not sources or not held or target_addr in held
+                        or str(rule.get("prot", "0")).lower() not in params["protocols"]):
                     continue
                 failed = _failure(case) or events_of(case, _comms_kinds(k))
                 if not failed:
