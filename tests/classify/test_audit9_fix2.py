@@ -74,3 +74,14 @@ def test_h1_h3_a_rule_for_another_subnet_is_no_sign(probe, rule):
     v = _verdict(probe)
     assert not _fired(v, rule), v.trace
     assert v.category != "comms"
+
+
+def test_m2_one_peer_going_dark_is_one_path_sign():
+    # a peer that vanishes makes the link lose carrier AND its neighbour entry INCOMPLETE: one event
+    # (signals.toml [failure."path.job_packets_lost"]); s9 (REAL: node 0 powers off, node 1's view,
+    # truth hardware) must not become a comms claim on the pair
+    from postmortem.knowledge.registry import registry
+    failures = registry().failures
+    assert failures["net.link_down_during_job"] == failures["net.peer_unresolved"]
+    v = _verdict("s9")
+    assert v.category != "comms"
