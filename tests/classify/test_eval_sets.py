@@ -2,6 +2,8 @@
 must all be right; the development corpus must stay at its floor."""
 from pathlib import Path
 
+import pytest
+
 from postmortem.evaluate import evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,123 +135,37 @@ def test_second_frozen_split_first_seen_floor():
     assert result["evidence_ok"] == result["total"]
 
 
-_SWEEP5 = ("gh", "lab-a", "lab-b", "lab-c")
+# The blind sweeps since the fifth, split by sha1(case id) parity into a development half and a
+# frozen half (see each folder's README). Each floor is the count first seen at the commit named,
+# after all of that session's engine work; nobody develops against a frozen half, its floor only
+# guards against regressions (counts only).
+# (folder, groups, total, category floor, cause floor, confident mistakes allowed, first seen)
+_LAB_AND_GH = ("gh", "lab-a", "lab-b", "lab-c")
+BLIND_SWEEP_HALVES = (
+    ("validation23", _LAB_AND_GH, 24, 10, 9, 0, "fifth sweep, development half, 9f6af5f"),
+    ("frozen/sweep-2026-12e", _LAB_AND_GH, 25, 7, 7, 0, "fifth sweep, frozen half, 9f6af5f"),
+    # First seen with one confident mistake of cause (an Xid 79 from an overheated GPU read as
+    # fallen off the bus, the category right); read as gpu_thermal_power since 127dd2d.
+    ("validation24", ("gh", "gh2", "lab-a", "lab-b", "lab-c"), 30, 11, 10, 0, "sixth sweep, development half, 6e445e7"),
+    # First seen with one confident mistake; the floor allows it, nothing more.
+    ("frozen/sweep-2026-12f", ("gh", "gh2", "lab-a", "lab-b", "lab-c"), 41, 16, 16, 1, "sixth sweep, frozen half, 6e445e7"),
+    ("validation25", _LAB_AND_GH, 31, 15, 15, 0, "seventh sweep, development half, 127dd2d"),
+    ("frozen/sweep-2026-12g", _LAB_AND_GH, 40, 18, 18, 0, "seventh sweep, frozen half, 127dd2d"),
+    ("validation26", _LAB_AND_GH, 36, 20, 15, 0, "eighth sweep, development half, 042df4e"),
+    ("frozen/sweep-2026-12h", _LAB_AND_GH, 28, 16, 12, 0, "eighth sweep, frozen half, 042df4e"),
+    ("validation27", _LAB_AND_GH, 35, 23, 22, 0, "ninth sweep, development half, 700564b"),
+    ("frozen/sweep-2026-12i", _LAB_AND_GH, 31, 16, 12, 0, "ninth sweep, frozen half, 700564b"),
+)
 
 
-def test_validation23_floor():
-    """The development half of the fifth blind sweep (fixtures/validation23, see its README):
-    first seen at 9f6af5f with 10/24 categories and 9/24 causes, with no confident mistake."""
-    result = evaluate([ROOT / "fixtures/validation23" / g for g in _SWEEP5])
-    assert result["total"] == 24
-    assert result["category_correct"] >= 10 and result["cause_correct"] >= 9, (result["category_correct"], result["cause_correct"])
-    assert not result["confident_wrong"]
-    assert result["evidence_ok"] == result["total"]
-
-
-def test_third_frozen_split_first_seen_floor():
-    """The frozen half of the fifth blind sweep (fixtures/frozen/sweep-2026-12e): first seen at
-    9f6af5f with 7/25 categories and 7/25 causes, with no confident mistake. Nobody develops
-    against it; the floor only guards against regressions."""
-    result = evaluate([ROOT / "fixtures/frozen/sweep-2026-12e" / g for g in _SWEEP5])
-    assert result["total"] == 25
-    assert result["category_correct"] >= 7 and result["cause_correct"] >= 7, (result["category_correct"], result["cause_correct"])
-    assert not result["confident_wrong"]
-    assert result["evidence_ok"] == result["total"]
-
-
-_SWEEP6 = ("gh", "gh2", "lab-a", "lab-b", "lab-c")
-
-
-def test_validation24_floor():
-    """The development half of the sixth blind sweep (fixtures/validation24, see its README):
-    first seen at 6e445e7 with 11/30 categories and 10/30 causes; one confident mistake of cause
-    (an Xid 79 from an overheated GPU read as fallen off the bus, the category right)."""
-    result = evaluate([ROOT / "fixtures/validation24" / g for g in _SWEEP6])
-    assert result["total"] == 30
-    assert result["category_correct"] >= 11 and result["cause_correct"] >= 10, (result["category_correct"], result["cause_correct"])
-    # The Xid 79 case is read as gpu_thermal_power since 127dd2d (thermal slowdown before the bus loss).
-    assert not result["confident_wrong"]
-    assert result["evidence_ok"] == result["total"]
-
-
-def test_fourth_frozen_split_first_seen_floor():
-    """The frozen half of the sixth blind sweep (fixtures/frozen/sweep-2026-12f): first seen at
-    6e445e7 with 16/41 categories and 16/41 causes and one confident mistake. Nobody develops
-    against it; the floor only guards against regressions (counts only)."""
-    result = evaluate([ROOT / "fixtures/frozen/sweep-2026-12f" / g for g in _SWEEP6])
-    assert result["total"] == 41
-    assert result["category_correct"] >= 16 and result["cause_correct"] >= 16, (result["category_correct"], result["cause_correct"])
-    assert len(result["confident_wrong"]) <= 1
-    assert result["evidence_ok"] == result["total"]
-
-
-_SWEEP7 = ("gh", "lab-a", "lab-b", "lab-c")
-
-
-def test_validation25_floor():
-    """The development half of the seventh blind sweep (fixtures/validation25, see its README):
-    first seen at 127dd2d with 15/31 categories and 15/31 causes, no confident mistake."""
-    result = evaluate([ROOT / "fixtures/validation25" / g for g in _SWEEP7])
-    assert result["total"] == 31
-    assert result["category_correct"] >= 15 and result["cause_correct"] >= 15, (result["category_correct"], result["cause_correct"])
-    assert not result["confident_wrong"]
-    assert result["evidence_ok"] == result["total"]
-
-
-def test_fifth_frozen_split_first_seen_floor():
-    """The frozen half of the seventh blind sweep (fixtures/frozen/sweep-2026-12g): first seen at
-    127dd2d with 18/40 categories and 18/40 causes, no confident mistake. Nobody develops against
-    it; the floor only guards against regressions (counts only)."""
-    result = evaluate([ROOT / "fixtures/frozen/sweep-2026-12g" / g for g in _SWEEP7])
-    assert result["total"] == 40
-    assert result["category_correct"] >= 18 and result["cause_correct"] >= 18, (result["category_correct"], result["cause_correct"])
-    assert not result["confident_wrong"]
-    assert result["evidence_ok"] == result["total"]
-
-
-_SWEEP8 = ("gh", "lab-a", "lab-b", "lab-c")
-
-
-def test_validation26_floor():
-    """The development half of the eighth blind sweep (fixtures/validation26, see its README):
-    first seen at 042df4e with 20/36 categories and 15/36 causes, no confident mistake."""
-    result = evaluate([ROOT / "fixtures/validation26" / g for g in _SWEEP8])
-    assert result["total"] == 36
-    assert result["category_correct"] >= 20 and result["cause_correct"] >= 15, (result["category_correct"], result["cause_correct"])
-    assert not result["confident_wrong"]
-    assert result["evidence_ok"] == result["total"]
-
-
-def test_sixth_frozen_split_first_seen_floor():
-    """The frozen half of the eighth blind sweep (fixtures/frozen/sweep-2026-12h): first seen at
-    042df4e with 16/28 categories and 12/28 causes, no confident mistake. Nobody develops against
-    it; the floor only guards against regressions (counts only)."""
-    result = evaluate([ROOT / "fixtures/frozen/sweep-2026-12h" / g for g in _SWEEP8])
-    assert result["total"] == 28
-    assert result["category_correct"] >= 16 and result["cause_correct"] >= 12, (result["category_correct"], result["cause_correct"])
-    assert not result["confident_wrong"]
-    assert result["evidence_ok"] == result["total"]
-
-
-_SWEEP9 = ("gh", "lab-a", "lab-b", "lab-c")
-
-
-def test_validation27_floor():
-    """The development half of the ninth blind sweep (fixtures/validation27, see its README):
-    first seen at 700564b with 23/35 categories and 22/35 causes, no confident mistake."""
-    result = evaluate([ROOT / "fixtures/validation27" / g for g in _SWEEP9])
-    assert result["total"] == 35
-    assert result["category_correct"] >= 23 and result["cause_correct"] >= 22, (result["category_correct"], result["cause_correct"])
-    assert not result["confident_wrong"]
-    assert result["evidence_ok"] == result["total"]
-
-
-def test_seventh_frozen_split_first_seen_floor():
-    """The frozen half of the ninth blind sweep (fixtures/frozen/sweep-2026-12i): first seen at
-    700564b with 16/31 categories and 12/31 causes, no confident mistake. Nobody develops against
-    it; the floor only guards against regressions (counts only)."""
-    result = evaluate([ROOT / "fixtures/frozen/sweep-2026-12i" / g for g in _SWEEP9])
-    assert result["total"] == 31
-    assert result["category_correct"] >= 16 and result["cause_correct"] >= 12, (result["category_correct"], result["cause_correct"])
-    assert not result["confident_wrong"]
+@pytest.mark.parametrize(
+    "folder, groups, total, category_floor, cause_floor, confident_allowed, first_seen",
+    BLIND_SWEEP_HALVES, ids=[row[0] for row in BLIND_SWEEP_HALVES])
+def test_blind_sweep_half_keeps_its_first_seen_floor(folder, groups, total, category_floor, cause_floor,
+                                                     confident_allowed, first_seen):
+    result = evaluate([ROOT / "fixtures" / folder / g for g in groups])
+    assert result["total"] == total
+    assert result["category_correct"] >= category_floor and result["cause_correct"] >= cause_floor, (
+        first_seen, result["category_correct"], result["cause_correct"])
+    assert len(result["confident_wrong"]) <= confident_allowed, result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]

@@ -69,6 +69,29 @@ def test_a_reset_by_the_peer_is_not_the_abandoned_connection(tmp_path):
     assert not (v.root and v.root.signal == "msg.gloo_established_socket_error"), v.trace
 
 
+# validation27 (ninth sweep, development half): an agent on node 1 destroys the job's TCP
+# sockets mid-run (`ss -K`): node 1 reads ECONNABORTED, node 0 the resulting reset.
+_ABORT = Path(__file__).resolve().parents[2] / "fixtures/validation27/lab-b/lab9-node1-security-agent-kills-sockets-midrun/bundle"
+
+
+def test_a_connection_this_host_tore_down_is_the_network(tmp_path):
+    # ECONNABORTED on an established socket: only tcp_abort() sets it (SOCK_DESTROY, bpf_sock_destroy).
+    line = _line(_ABORT / "node1.log", "Read error")
+    assert "Software caused connection abort" in line
+    assert _matching(line)[:1] == ["gloo_established_socket_error"]
+    v = _bundle(tmp_path, {"node1.log": _ABORT / "node1.log"})
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+
+
+def test_the_peer_side_of_a_torn_down_connection_reads_only_a_reset(tmp_path):
+    # Near miss: node 0's real 'Connection reset by peer' for the same connection stays weak.
+    line = _line(_ABORT / "node0.log", "Read error")
+    assert "Connection reset by peer" in line
+    assert "gloo_established_socket_error" not in _matching(line)
+    v = _bundle(tmp_path, {"node0.log": _ABORT / "node0.log"})
+    assert v.cause != "nccl_network" or v.root.signal != "msg.gloo_established_socket_error", v.trace
+
+
 def test_gloos_own_recv_timeout_is_not_the_abandoned_connection():
     # Near miss: unbound_buffer.cc's wait that expired (a straggler prints it as well).
     line = ("[rank1]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
