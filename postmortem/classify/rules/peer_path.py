@@ -50,9 +50,11 @@ def _paired(case: Case, k, trace: list[str], rule: str) -> tuple:
 
 
 def _peer_neighbours(case: Case) -> tuple[list[Fact], frozenset[str]]:
+    entries = [f for f in case.facts if f.name == NEIGH_FACT and isinstance(f.value, dict)]
+    if not entries:
+        return [], frozenset()   # the job's addresses cost a walk of every event (issue 17): only when read
     addrs, _ = _job_endpoints(case)
-    return [f for f in case.facts if f.name == NEIGH_FACT and isinstance(f.value, dict)
-            and f.value.get("addr") in addrs], addrs
+    return [f for f in entries if f.value.get("addr") in addrs], addrs
 
 
 class PeerUnresolved(Rule):
@@ -244,12 +246,14 @@ class SourceRewrittenOnPath(Rule):
 
     def findings(self, case, k, trace):
         params = SIGN.net_source_rewritten_on_path.params
+        chains = [f for f in case.facts if f.name == FIREWALL_FACT and isinstance(f.value, dict)
+                  and f.value.get("chain") == params["chain"]]
+        if not chains:
+            return []
         addrs, _ = _job_endpoints(case)
         if not addrs:
             return []
-        for f in case.facts:
-            if f.name != FIREWALL_FACT or not isinstance(f.value, dict) or f.value.get("chain") != params["chain"]:
-                continue
+        for f in chains:
             for rule in f.value.get("rules") or ():
                 to = str(rule.get("match") or "")
                 target_addr = next((w.split(":", 1)[1].split("-")[0] for w in to.split() if w.startswith("to:")), "")
