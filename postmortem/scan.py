@@ -73,19 +73,11 @@ _PARTS: dict[str, tuple | None] = {}
 _UNREAD = object()
 
 
-def _feed_info(sink: Sink, nccl: NcclParser, line: Line, thread: tuple, parts: tuple) -> bool:
-    """parsers._feed for NcclParser.feed_info (a parser bug costs one line and a note)."""
+def _feed_parts(sink: Sink, nccl: NcclParser, read, line: Line, thread: tuple, parts: tuple) -> bool:
+    """parsers._feed for NcclParser's pre-split paths (feed_info, said_copy): a parser bug costs
+    one line and a note."""
     try:
-        return nccl.feed_info(line, thread, parts)
-    except Exception as exc:  # noqa: BLE001
-        _note(sink, nccl, f"{line.path}:{line.no}", exc)
-        return False
-
-
-def _said_copy(sink: Sink, nccl: NcclParser, line: Line, thread: tuple, parts: tuple) -> bool:
-    """NcclParser.said_copy with a parser bug costing one line and a note (as _feed_info)."""
-    try:
-        return nccl.said_copy(line, thread, parts)
+        return read(line, thread, parts)
     except Exception as exc:  # noqa: BLE001
         _note(sink, nccl, f"{line.path}:{line.no}", exc)
         return False
@@ -274,8 +266,12 @@ class _Reader:
         if kind == ROUTINE or kind == QUIET or kind == PLAIN:
             nccl = self.nccl
             # (another rank's copy of an Init or network line: NcclParser.said_copy, without the general path)
-            if parts is not None and kind == QUIET and _said_copy(self.sink, nccl, line, thread, parts) \
-                    or (_feed(self.sink, nccl, line) if parts is None else _feed_info(self.sink, nccl, line, thread, parts)):
+            if parts is None:
+                fed = _feed(self.sink, nccl, line)
+            else:
+                fed = (kind == QUIET and _feed_parts(self.sink, nccl, nccl.said_copy, line, thread, parts)
+                       or _feed_parts(self.sink, nccl, nccl.feed_info, line, thread, parts))
+            if fed:
                 self.used.add(nccl.name)
                 if self.nccl_blocks and _is_busy(self.sink, nccl):
                     self.in_block[:] = [nccl]

@@ -253,6 +253,10 @@ class SourceRewrittenOnPath(Rule):
         addrs, _ = _job_endpoints(case)
         if not addrs:
             return []
+        # every address the bundle's interface listings hold: the peers first (one of those may be
+        # this host's own), and a to-source one of them holds is no stranger
+        held = {str(a).split("/", 1)[0] for g in case.facts if g.name == FACT and isinstance(g.value, dict)
+                for a in g.value.get("addresses") or ()}
         for f in chains:
             for rule in f.value.get("rules") or ():
                 to = str(rule.get("match") or "")
@@ -261,9 +265,6 @@ class SourceRewrittenOnPath(Rule):
                 if (rule.get("target") != params["target"] or rule.get("packets", 0) <= 0 or not target_addr
                         or target_addr in addrs or _host_local(str(rule.get("out", "*")).lstrip("!").rstrip("+"))):
                     continue
-                # the peers first: an address one of the bundle's interface listings holds may be this host's own
-                held = {str(a).split("/", 1)[0] for g in case.facts if g.name == FACT and isinstance(g.value, dict)
-                        for a in g.value.get("addresses") or ()}
                 covered = sorted((a for a in addrs if _covers(str(rule.get("destination") or "0.0.0.0/0"), a)),
                                  key=lambda a: (a in held, a))
                 # the rule must rewrite the JOB's packets (its source selector covers an address the
