@@ -74,3 +74,31 @@ def test_a_worker_dead_of_sigbus_on_a_full_dev_shm_stays_shm():
     v = analyze(bundle).verdict
     assert v.cause == "shm_exhausted", v.trace
     assert "dataloader_worker_exit_code" not in _signs(v)
+
+
+ENDS = FIX / "lab" / "dataloader_worker_ends"   # REAL: fixtures/lab/dataloader_worker_ends/make.sh (torch 2.13 CPU)
+
+
+def test_a_real_worker_ending_itself_is_read_and_a_real_signal_death_is_not(tmp_path):
+    # one program, four ways a worker ends: sys.exit(3) and os._exit(3) are CLD_EXITED (the new
+    # reading); SIGSEGV and SIGKILL are CLD_KILLED ('is killed by signal'), which it must not read
+    for how, fires in (("exit", True), ("os_exit", True), ("segv", False), ("kill", False)):
+        b = tmp_path / how
+        b.mkdir()
+        (b / "train.log").write_bytes((ENDS / f"{how}.log").read_bytes())
+        v = analyze(b).verdict
+        assert ("dataloader_worker_exit_code x1" in _signs(v)) is fires, (how, v.trace)
+        if fires:
+            assert v.cause == "dataloader_worker_crash" and "support 0.60 " in _signs(v), (how, v.trace)
+
+
+def test_the_segfault_line_and_its_python_echo_are_one_death(tmp_path):
+    # near miss of a double count: the worker's handler line, the main's 'is killed by signal:
+    # Segmentation fault.' and dataloader.py's 'exited unexpectedly' are one worker's one death
+    b = tmp_path / "segv"
+    b.mkdir()
+    (b / "train.log").write_bytes((ENDS / "segv.log").read_bytes())
+    v = analyze(b).verdict
+    assert v.cause == "dataloader_worker_crash", v.trace
+    support = next(t for t in v.trace if t.startswith("resolve: dataloader_worker_crash support"))
+    assert "support 0.66 " in support, support
