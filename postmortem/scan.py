@@ -475,9 +475,7 @@ class _Reader:
             _safely(self.sink, p, p.finish)
         if self.early is not None:  # plain INFO copies folded into earlier files' events (fold.AsRead)
             nccl = self.nccl
-            kept = self.early.file_done(self.sink.events, [(place[0], place[1], where["host"], where["pid"],
-                                                            where["tid"], place[5], shape, data)
-                                                           for _, place, where, shape, data in nccl.deferred])
+            kept = self.early.parser_done(self.sink.events, nccl.deferred)
             if kept is None:
                 nccl.materialize()
             else:
