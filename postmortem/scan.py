@@ -385,10 +385,12 @@ class _Reader:
             at = first[key] = index(key, at)
         todo: list[int] = []  # positions to read one by one while no parser waits
         routine_here = []
+        # A line by its key (one dict lookup, not _Decoded.__getitem__) when the lines are the keys decoded.
+        text_of = lines.text.__getitem__ if type(lines) is _Decoded else None
         for key, i in first.items():
             got = kinds.get(key)
             if got is None:
-                got = kinds[key] = self.kind(lines[i])
+                got = kinds[key] = self.kind(lines[i] if text_of is None else text_of(key))
             if got[0] == ONE_BY_ONE:
                 todo.append(-1 - i)  # marks the key's class: all its positions are wanted
             elif got[0] != INERT:
@@ -422,8 +424,9 @@ class _Reader:
                 processed[key] = processed.get(key, 0) + 1
                 nccl.repeat_target = None
                 matcher.repeat_targets = []
-                claimed = self.one(lines[i], base + i + 1) if self.in_block else \
-                    self.quick(lines[i], base + i + 1, kind, thread, shape)
+                raw = lines[i] if text_of is None else text_of(key)
+                claimed = self.one(raw, base + i + 1) if self.in_block else \
+                    self.quick(raw, base + i + 1, kind, thread, shape)
                 if key in targets:
                     pass
                 elif kind == CONTEXT or claimed is nccl:
