@@ -430,7 +430,7 @@ class _Reader:
                 if key in targets:
                     pass
                 elif kind == CONTEXT or claimed is nccl:
-                    found = [(data, "lines") for data in matcher.repeat_targets]
+                    found = [(data, "lines") for data in matcher.repeat_targets] if matcher.repeat_targets else []
                     if kind != CONTEXT and nccl.repeat_target is not None:
                         data = nccl.repeat_target
                         found.append((data, "count" if "count" in data else "channel_lines"))
