@@ -464,7 +464,8 @@ class _Reader:
         """Every block of `lines` (its budgeted byte source); why reading stopped early, or ""."""
         self.cap = lines.cap
         self.repeats = meter.budget.repeats if meter is not None else None
-        for data in blocks(lines._chunks(), block_bytes):  # noqa: SLF001 - the budgeted byte source
+        # (scan_text reads plain files only: see applies)
+        for data in blocks(lines._chunks(plain=True), block_bytes):  # noqa: SLF001 - the budgeted byte source
             if meter is not None:
                 if meter.events + len(self.sink.events) + len(self.nccl.deferred) > meter.budget.events:
                     meter.stop(f"event budget of {meter.budget.events} events reached")
