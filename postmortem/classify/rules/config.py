@@ -274,10 +274,21 @@ class CollectiveTimeout(Rule):
                 # a stamped bar line of the silent rank after the wait began is the bar advancing,
                 # read with its time: one observation, one sign (audit 9 M1)
                 advancing = []
-            w = (SIGN.timeout_silent_ranks.weight
-                 + (SIGN.timeout_progress_advancing.weight if advancing else 0)
-                 + (SIGN.timeout_rank_busy_elsewhere.weight if busy and waiting else 0)
-                 + (SIGN.timeout_awaited_rank_worked_on.weight if worked else 0))
+            # One fact -- the awaited rank was elsewhere -- seen in up to three artifacts: the
+            # rank's own log (its bar, its step lines), its launcher's record, a stack dump.  Each
+            # artifact counts once (its strongest view), and the artifacts join the missing
+            # timeout line as a noisy-OR, not as a sum (audit 10 M2).
+            views = {"absent timeout": SIGN.timeout_silent_ranks}
+            own = "launcher record" if worked and worked[1].kind == KIND.launcher_child_failed else "own log"
+            for artifact, sign, present in (("own log", SIGN.timeout_progress_advancing, bool(advancing)),
+                                            ("stack dump", SIGN.timeout_rank_busy_elsewhere, bool(busy and waiting)),
+                                            (own, SIGN.timeout_awaited_rank_worked_on, bool(worked))):
+                if present and (artifact not in views or sign.weight > views[artifact].weight):
+                    views[artifact] = sign
+            miss = 1.0
+            for sign in views.values():
+                miss *= 1 - sign.weight
+            w = 1 - miss
             why = []
             if worked:
                 rank, line, timeout, late_s = worked
@@ -301,11 +312,9 @@ class CollectiveTimeout(Rule):
             trace.append(f"{self.id}: straggler: silent {silent}, progress={bool(advancing)}, dumps={bool(busy and waiting)}, "
                          f"worked-on={bool(worked)}")
             extra = tuple(s.ref for s in busy[:1] + waiting[:1]) + ((worked[1].ref,) if worked else ())
-            seen = ((SIGN.timeout_progress_advancing, bool(advancing)),
-                    (SIGN.timeout_rank_busy_elsewhere, bool(busy and waiting)),
-                    (SIGN.timeout_awaited_rank_worked_on, bool(worked)))
+            combined = tuple(sign for artifact, sign in views.items() if artifact != "absent timeout")
             return [sign_finding(k, SIGN.timeout_silent_ranks, self.id, summary, timeouts + advancing[:1], "timeout",
-                                 extra_refs=extra, weight=w, combined=tuple(s for s, present in seen if present),
+                                 extra_refs=extra, weight=w, combined=combined,
                                  culprits=tuple(silent))]
         return self._no_rank_missing(case, k, timeouts, timed_out, world, progress, trace)
 
