@@ -155,6 +155,13 @@ def _fixed_head(fmt: str) -> str:
     return fmt[:m.start()] if m else fmt
 
 
+def nccl_file_subsystem(src: str) -> str:
+    """The subsystem of the NCCL source file a WARN line names (gen_nccl.py FILE_RULES)."""
+    rules = _nccl_index()[2]
+    short = src.split("src/")[-1]
+    return next((s for rx, s, _ in rules if rx.search(short)), "")
+
+
 def match_nccl(line: str) -> Match | None:
     """The NCCL catalog entry a WARN / failure INFO line comes from, or None.  Accepts a whole
     log line (the source file it names picks the subsystem of generic macros) or the bare
