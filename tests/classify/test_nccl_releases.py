@@ -131,3 +131,58 @@ def test_a_fix_naming_the_same_variable_is_matched_by_name():
     by_name = [f for f in fixes if any(not n.startswith("component:") for n in f.named)]
     assert by_name and all(releases.vkey(f.release) > releases.vkey("2.18.1") for f in by_name)
     assert any("env:nccl_p2p_disable" in f.named for f in by_name)
+
+
+def test_a_crash_inside_libnccl_is_a_failure_of_nccl_itself(tmp_path):
+    # NVIDIA/nccl#1996 (issue text, verbatim): a segfault in NCCL 2.27.7's RAS thread, UCX's report
+    text = ("[n125-011-039:288505:0:296459] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x48)\n"
+            "==== backtrace (tid: 296459) ====\n"
+            " 0  /usr/lib/libucs.so.0(ucs_handle_error+0x2d4) [0x7fedc925c274]\n"
+            " 1  /usr/lib/libucs.so.0(+0x2d44c) [0x7fedc925c44c]\n"
+            " 2  /usr/lib/libucs.so.0(+0x2d61a) [0x7fedc925c61a]\n"
+            " 3  /opt/tiger/nccl/lib/libnccl.so(+0x120057) [0x7ff1c18c1057]\n"
+            " 4  /opt/tiger/nccl/lib/libnccl.so(+0x12209d) [0x7ff1c18c309d]\n"
+            " 5  /opt/tiger/nccl/lib/libnccl.so(+0x125331) [0x7ff1c18c6331]\n"
+            " 6  /opt/tiger/nccl/lib/libnccl.so(+0x122e70) [0x7ff1c18c3e70]\n"
+            " 7  /usr/lib/x86_64-linux-gnu/libc.so.6(+0x89144) [0x7ff1c151e144]\n"
+            " 8  /usr/lib/x86_64-linux-gnu/libc.so.6(+0x1097dc) [0x7ff1c159e7dc]")
+    a = _analysis(tmp_path, text)
+    assert "nccl-fixed-in-later-release: the crashed thread died inside libnccl" in _trace(a)
+    assert a.verdict.cause != "nccl_version_old"      # one weak sign: no claim
+
+
+def test_a_sigbus_inside_nccl_is_its_shared_memory_not_its_own_failure():
+    # fixtures/corpus/shm-nccl-sigbus-ucx-06 (a full /dev/shm: SIGBUS inside NCCL code)
+    bundle = Path(__file__).resolve().parents[2] / "fixtures" / "corpus" / "shm-nccl-sigbus-ucx-06" / "bundle"
+    assert "nccl-fixed-in-later-release" not in "\n".join(analyze(bundle).verdict.trace)
+
+
+LISTINGS = {
+    # vllm-project/vllm#13200 (collect_env output, verbatim rows)
+    "[pip3] nvidia-nccl-cu12==2.21.5": "2.21.5",
+    "[conda] nvidia-nccl-cu12        2.21.5                   pypi_0    pypi": None,  # the same listing's conda row
+    # ray-project/ray#44832 (vLLM's log, verbatim)
+    "(RayWorkerVllm pid=23078, ip=10.12.3.163) INFO 04-17 09:00:32 pynccl_utils.py:45] vLLM is using nccl==2.18.1": "2.18.1",
+}
+
+
+@pytest.mark.parametrize("line", sorted(LISTINGS))
+def test_the_jobs_nccl_release_is_read_from_package_listings(tmp_path, line):
+    from postmortem.classify.rules.versions import job_versions
+    want = LISTINGS[line] or "2.21.5"
+    assert sorted(job_versions(_analysis(tmp_path, line).case)) == [want]
+
+
+def test_an_install_command_names_the_release_moved_to_not_the_one_that_failed(tmp_path):
+    from postmortem.classify.rules.versions import job_versions
+    # NVIDIA/nccl-tests#6 (a comment, verbatim): the command that fixed it
+    line = "`sudo apt install libnccl-dev=2.9.8-1+cuda10.2 libnccl2=2.9.8-1+cuda10.2`"
+    assert job_versions(_analysis(tmp_path, line).case) == {}
+
+
+def test_an_internal_error_of_nccl_2_18_alone_says_nothing(tmp_path):
+    # NVIDIA/nccl#1092 (title, verbatim); the maintainer: "With NCCL 2.18, all network errors will
+    # be erroneously reported as 'Internal Error'" -- with no WARN saying where, not NCCL's own failure
+    line = ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, "
+            "internal error - please report this issue to the NCCL developers, NCCL version 2.18.1")
+    assert "nccl-fixed-in-later-release" not in _trace(_analysis(tmp_path, line))

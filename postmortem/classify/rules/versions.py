@@ -27,6 +27,11 @@ _INTERNAL = re.compile(r"\bncclInternalError\b|^internal error\b|'internal error
 # ("Cuda failure 'invalid argument'", src/include/checks.h; "Cuda failure 1 'invalid argument'" from 2.19).
 _CUDA_INVALID_VALUE = re.compile(r"Cuda failure (?:\d+ )?'invalid argument'")
 _NCCL_LIB = re.compile(r"libnccl")
+_NCCL_FUNCTION = re.compile(r"_*p?nccl[A-Z]")
+# Frames a crash report prints before the faulting one: the C library, the signal trampoline,
+# UCX's handler (libucs ucs_handle_error), raise/abort on a SIGABRT.
+_HANDLER_MODULE = re.compile(r"libc[.-]|libpthread|ld-linux|linux-vdso|libucs|libgcc_s")
+_HANDLER_FUNCTION = re.compile(r"^(?:__GI_)?(?:raise|abort)$|pthread_kill|^__restore_rt$|sigaction|ucs_handle_error|ucs_debug")
 _VERSION = re.compile(r"(?<![\d.])(\d+\.\d+\.\d+)")
 _LAST_ERROR = re.compile(r"Last error:\s*\n\s*(.{4,400})")
 _WARN_FILE = re.compile(r"\s([\w/]+\.(?:cc|h|cu|cpp)):\d+ (?:\(\w+\) )?NCCL WARN")
@@ -43,9 +48,10 @@ def _readings() -> dict:
 
 
 def job_versions(case) -> dict[str, list[Event]]:
-    """The NCCL versions the bundle says the job ran: NCCL's banner and c10d's error text."""
+    """The NCCL versions the bundle says the job ran: NCCL's banner, c10d's error text, and the
+    package or library the bundle lists (collect_env, pip, vLLM's pynccl, libnccl.so.X.Y.Z)."""
     out: dict[str, list[Event]] = {}
-    for e in events_of(case, (KIND.nccl_version, KIND.msg_nccl_error_in)):
+    for e in events_of(case, (KIND.nccl_version, KIND.msg_nccl_error_in, KIND.msg_nccl_package_version)):
         m = _VERSION.match(str(e.data.get("version") or ""))
         if m:
             out.setdefault(m.group(1), []).append(e)
@@ -135,12 +141,13 @@ def _file_subsystem(file: str) -> str:
 
 
 def _in_libnccl(stack) -> bool:
-    """The innermost frames outside libc / the signal trampoline are NCCL's library."""
-    for f in stack.frames[:8]:
-        mod = f.module or ""
-        if re.search(r"libc[.-]|libpthread|ld-linux|linux-vdso", mod) or f.note:
+    """The innermost frames outside the signal handler's (libc, libpthread, UCX's error handler,
+    raise/abort) are NCCL's: its library, or its functions where the module is not printed."""
+    for f in stack.frames[:12]:
+        mod, fn = f.module or "", f.function or ""
+        if _HANDLER_MODULE.search(mod) or _HANDLER_FUNCTION.search(fn) or f.note:
             continue
-        return bool(_NCCL_LIB.search(mod))
+        return bool(_NCCL_LIB.search(mod) or (not mod and _NCCL_FUNCTION.match(fn)))
     return False
 
 
