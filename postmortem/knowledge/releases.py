@@ -97,5 +97,34 @@ def fixes_after(version: str, named: frozenset[str]) -> list[Fix]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def _series_naming() -> dict[str, frozenset[tuple[int, ...]]]:
+    """name -> the minor release series (major, minor) whose fixes name it."""
+    out: dict[str, set[tuple[int, ...]]] = {}
+    for r in _data()["releases"]:
+        series = vkey(r["version"])[:2]
+        for f in r["fixes"]:
+            for name in _fix_ids(f):
+                out.setdefault(name, set()).add(series)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def names_one_bug(name: str, version: str, window: int) -> bool:
+    """Does a fix naming `name` say the job's NCCL had THAT bug?  Only when every fix that names
+    it is in one minor series and the job's release is of that series or of the `window` series
+    before it.  A component word, a source file (a file holds many bugs; a commit body mentions
+    files in passing: audit 10 M1, 'topo.cc' in 2.30.7's vNIC fix) or a name fixed again and
+    again over many series (ncclCommAbort: 2.16 to 2.27) says no more than 'not the newest NCCL'
+    -- the version number alone."""
+    if name.startswith(("component:", "file:")):
+        return False
+    series = _series_naming().get(name, frozenset())
+    have = vkey(version)[:2]
+    if len(series) != 1 or len(have) != 2:
+        return False
+    (major, minor), = series
+    return have[0] == major and minor - window <= have[1] <= minor
+
+
 def newest() -> str:
     return _data()["releases"][-1]["version"]

@@ -186,3 +186,30 @@ def test_an_internal_error_of_nccl_2_18_alone_says_nothing(tmp_path):
     line = ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, "
             "internal error - please report this issue to the NCCL developers, NCCL version 2.18.1")
     assert "nccl-fixed-in-later-release" not in _trace(_analysis(tmp_path, line))
+
+
+# --- audit 10 M1: a file name, or a name fixed over many series, is the version number alone ----
+
+_V1 = Path(__file__).resolve().parents[2] / "fixtures/lab/audit10/v1/bundle"   # COMBINED verbatim public lines
+
+
+def test_a_topology_warn_beside_an_internal_error_does_not_claim_through_a_file_name():
+    # NVIDIA/nccl#326's NCCL 2.6.4 banner and graph/topo.cc WARN + nccl-tests#275's internal error:
+    # 'topo.cc' is named only in the body of 2.30.7's unrelated vNIC fix -- no fix of this bug
+    a = analyze(_V1)
+    t = _trace(a)
+    assert "NCCL 2.6.4; the failure names" in t and "0 by name" in t, t
+    assert a.verdict.category.value == "unknown", t
+
+
+def test_a_name_counts_only_when_its_fixes_are_in_one_series_just_after_the_job():
+    assert not releases.names_one_bug("file:topo.cc", "2.30.5", 1)               # a file: never
+    assert not releases.names_one_bug("component:topology", "2.30.5", 1)
+    # ncclCommAbort is named by fixes in 2.16, 2.26 and 2.27: any NCCL before 2.27 would match it
+    assert not releases.names_one_bug("api:ncclcommabort", "2.26.2", 1)
+    one = releases._series_naming()
+    name, (series,) = next((n, s) for n, s in sorted(one.items()) if len(s) == 1 and not n.startswith(("file:", "component:")))
+    major, minor = series
+    assert releases.names_one_bug(name, f"{major}.{minor}.0", 1)
+    assert releases.names_one_bug(name, f"{major}.{minor - 1}.9", 1) == (minor >= 1)
+    assert not releases.names_one_bug(name, f"{major}.{max(minor - 2, 0)}.0", 1) or minor < 2

@@ -18,7 +18,7 @@ import re
 
 from postmortem import stacks as stacklib
 from postmortem.classify.rules.base import Rule, died_of, events_of, sign_finding
-from postmortem.knowledge.registry import KIND, SIGN
+from postmortem.knowledge.registry import KIND, LIMIT, SIGN
 from postmortem.model import Event
 
 # ncclResult_t 3 as NCCL (nccl.h.in ncclGetErrorString), c10d and nccl-tests print it.
@@ -207,7 +207,10 @@ class NcclFixedInLaterRelease(Rule):
         # A component word alone (IB, socket, topology, proxy ...) is named by fixes in nearly every
         # release up to the newest: matching it says no more than "not the newest NCCL".  Only a
         # fix naming the same variable, function, file or text is a sign.
-        specific = [f for f in fixes if any(not n.startswith("component:") for n in f.named)]
+        # Nor does a file name, or a name fixed in many release series (audit 10 M1): only a name
+        # every fix of which is in one series just after the job's (releases.names_one_bug).
+        window = int(LIMIT.nccl_fix_window_series)
+        specific = [f for f in fixes if any(releases.names_one_bug(n, version, window) for n in f.named)]
         trace.append(f"{self.id}: NCCL {version}; the failure names {', '.join(sorted(named)) or 'nothing'}; "
                      f"later fixes naming the same: {len(specific)} by name, {len(fixes) - len(specific)} by component only")
         if not specific:
