@@ -18,7 +18,7 @@ import re
 
 from postmortem import stacks as stacklib
 from postmortem.classify.rules.base import Rule, died_of, events_of, sign_finding
-from postmortem.knowledge.registry import KIND, LIMIT, SIGN
+from postmortem.knowledge.registry import KIND, LIMIT, SIGN, registry
 from postmortem.model import Event
 
 # ncclResult_t 3 as NCCL (nccl.h.in ncclGetErrorString), c10d and nccl-tests print it.
@@ -87,7 +87,7 @@ def own_failure_lines(case) -> tuple[list[Event], list[str], str]:
             texts.append(whole)
     kind = "internal" if internal else "cuda_invalid_value" if invalid else ""
     events = internal + invalid
-    if events and (_reported_environment(case, texts) or _misreported(case, kind, texts)):
+    if events and (_reported_environment(case, texts) or _unlocated(case, kind, texts)):
         return [], [], ""
     if not events:
         crashed = stacklib.crashing(case.stacks, case.events)
@@ -101,6 +101,10 @@ def _origins(case, texts: list[str]) -> list[tuple[str, str]]:
     """The lines saying where in NCCL the failure started: its WARNs and the 'Last error' text
     c10d quotes, each with its file ('' when unprinted)."""
     out = [(str(e.data.get("msg") or e.text or ""), str(e.data.get("file") or "")) for e in events_of(case, KIND.nccl_warn)]
+    # NCCL's own words for where it failed, read by a message pattern of the same failure
+    # (signals.toml [failure."nccl.own_failure"]: 'Failed to find reverse path ...' after 'Last error:')
+    same = tuple(s for s, f in registry().failures.items() if f == SIGN.nccl_own_failure.id and s.startswith("msg."))
+    out += [(e.text or "", "") for e in events_of(case, same)]
     out += [(m.group(1), "") for t in texts for m in [_LAST_ERROR.search(t)] if m]
     return out
 
@@ -124,14 +128,20 @@ def _reported_environment(case, texts: list[str]) -> bool:
     return False
 
 
-def _misreported(case, kind: str, texts: list[str]) -> bool:
-    """An ncclInternalError from a release that reports other failures as internal ones
-    (catalogs/readings.toml nccl_own_failure.internal_error_misreported_in), with no line
-    saying where it started: nothing says the failure was NCCL's own."""
-    if kind != "internal" or _origins(case, texts):
-        return False
-    bad = tuple(_readings()["internal_error_misreported_in"])
-    return any(v == b or v.startswith(b + ".") for v in job_versions(case) for b in bad)
+def _unlocated(case, kind: str, texts: list[str]) -> bool:
+    """Nothing says where the failure began: an ncclInternalError with no WARN and no 'Last
+    error' text, or a Cuda failure 'invalid argument' with no NCCL source file (c10d's 'Last error'
+    drops it).  misc/socket.cc returns ncclInternalError at 12 sites and transport/net_ib.cc at
+    about 20 in every release 2.16-2.20, and NCCL 2.18 reports every network error that way
+    (NVIDIA/nccl#1092); the commonest printer of the invalid-argument text is transport/nvls.cc (a
+    fabric manager: NVIDIA/nccl#976, #1338, #1488, #1705).  Such a line is as likely a failure NCCL
+    reports as its own, in any release (audit 10 M4)."""
+    origins = _origins(case, texts)
+    if kind == "internal":
+        return not origins
+    if kind == "cuda_invalid_value":
+        return not any(file or _WARN_FILE.search(text) for text, file in origins)
+    return False
 
 
 def _file_subsystem(file: str) -> str:
