@@ -54,8 +54,20 @@ def job_versions(case) -> dict[str, list[Event]]:
     for e in events_of(case, (KIND.nccl_version, KIND.msg_nccl_error_in, KIND.msg_nccl_package_version)):
         m = _VERSION.match(str(e.data.get("version") or ""))
         if m:
-            out.setdefault(m.group(1), []).append(e)
+            out.setdefault(_decoded(m.group(1)), []).append(e)
     return out
+
+
+def _decoded(version: str) -> str:
+    """PyTorch <= 1.9's c10d printed NCCL_VERSION_CODE as code/1000 . (code%1000)/100 . code%100;
+    since NCCL 2.9 the code is major*10000 + minor*100 + patch, so 2.11.4 printed as '21.1.4'
+    (NVIDIA/nccl#577) and 2.9.9 as '20.9.9' (#520): a first field of 20 or more is that code
+    (audit 10 L4)."""
+    a, b, c = (int(x) for x in version.split("."))
+    if a < 20:
+        return version
+    code = a * 1000 + b * 100 + c
+    return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
 
 
 def own_failure_lines(case) -> tuple[list[Event], list[str], str]:
