@@ -225,13 +225,10 @@ def test_an_invalid_argument_cuda_failure_without_nccls_file_is_no_sign():
     assert a.verdict.cause != "nccl_version_old"
 
 
-def test_c10d_of_pytorch_1_9_prints_nccls_version_code_digits(tmp_path):
+def test_c10d_of_pytorch_1_9_prints_nccls_version_code_digits():
     # audit 10 L4: torch <= 1.9 printed NCCL_VERSION_CODE (major*10000+minor*100+patch since 2.9) as
-    # code/1000 . (code%1000)/100 . code%100 -- real line from LianjiaTech/BELLE#136
-    # (fixtures/validation21/belle-llama7b-4xa100-docker-nccl-system-error-ipc-host-13): 21.0.3 = 2.10.3
-    from postmortem.classify.rules.versions import job_versions
-    src = (Path(__file__).resolve().parents[2] / "fixtures/validation21/belle-llama7b-4xa100-docker-nccl-system-error-ipc-host-13"
-           / "bundle/stderr.txt")
-    line = src.read_text(encoding="utf-8").splitlines()[0]
-    assert "NCCL version 21.0.3" in line
-    assert set(job_versions(_analysis(tmp_path, line).case)) == {"2.10.3"}
+    # code/1000 . (code%1000)/100 . code%100: 'NCCL version 21.1.4' (NVIDIA/nccl#577) is 2.11.4,
+    # '20.9.9' (#520) 2.9.9, '21.0.3' (LianjiaTech/BELLE#136, fixtures/validation21) 2.10.3
+    from postmortem.classify.rules.versions import _decoded
+    assert [_decoded(v) for v in ("21.1.4", "20.9.9", "21.0.3")] == ["2.11.4", "2.9.9", "2.10.3"]
+    assert [_decoded(v) for v in ("2.7.8", "2.18.5")] == ["2.7.8", "2.18.5"]   # printed right before 2.9 and by NCCL
