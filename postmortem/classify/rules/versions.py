@@ -48,10 +48,11 @@ def _readings() -> dict:
 
 
 def job_versions(case) -> dict[str, list[Event]]:
-    """The NCCL versions the bundle says the job ran: NCCL's banner, c10d's error text, and the
-    package or library the bundle lists (collect_env, pip, vLLM's pynccl, libnccl.so.X.Y.Z)."""
+    """The NCCL versions the bundle says the job ran: NCCL's banner, c10d's error text, vLLM's
+    log of the library it loaded.  Never a package listing (collect_env, pip list): it says what
+    was installed when it was taken, often after the failure (audit 10 L9)."""
     out: dict[str, list[Event]] = {}
-    for e in events_of(case, (KIND.nccl_version, KIND.msg_nccl_error_in, KIND.msg_nccl_package_version)):
+    for e in events_of(case, (KIND.nccl_version, KIND.msg_nccl_error_in, KIND.msg_nccl_loaded_version)):
         m = _VERSION.match(str(e.data.get("version") or ""))
         if m:
             out.setdefault(_decoded(m.group(1)), []).append(e)
