@@ -27,7 +27,7 @@ _INTERNAL = re.compile(r"\bncclInternalError\b|^internal error\b|'internal error
 # ("Cuda failure 'invalid argument'", src/include/checks.h; "Cuda failure 1 'invalid argument'" from 2.19).
 _CUDA_INVALID_VALUE = re.compile(r"Cuda failure (?:\d+ )?'invalid argument'")
 _NCCL_LIB = re.compile(r"libnccl")
-_NCCL_FUNCTION = re.compile(r"_*p?nccl[A-Z]")
+_NCCL_FUNCTION = re.compile(r"(?<!_)_*p?nccl[A-Z]")  # (?<!_): one try per run of underscores (linear)
 # Frames a crash report prints before the faulting one: the C library, the signal trampoline,
 # UCX's handler (libucs ucs_handle_error), raise/abort on a SIGABRT.
 _HANDLER_MODULE = re.compile(r"libc[.-]|libpthread|ld-linux|linux-vdso|libucs|libgcc_s")
