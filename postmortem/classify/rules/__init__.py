@@ -18,7 +18,7 @@ from postmortem.classify.rules.interfaces import (FirewallDiscards, HostOffNetwo
                                                   TcpConnectionLosses)
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
 from postmortem.classify.rules.peer_path import (IpsecPolicyWithoutSa, LinkDownDuringJob, PeerAddressElsewhere, PeerUnresolved,
-                                                 SourceRewrittenOnPath)
+                                                 SourceRewrittenOnPath, TcpRetransmissionsUnanswered)
 
 RULES: tuple[Rule, ...] = (
     KnownMessages(),
@@ -63,6 +63,7 @@ RULES: tuple[Rule, ...] = (
     IpsecPolicyWithoutSa(),
     SourceRewrittenOnPath(),
     LinkDownDuringJob(),
+    TcpRetransmissionsUnanswered(),
     AppError(),
 )
 
