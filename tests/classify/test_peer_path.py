@@ -176,9 +176,6 @@ def test_the_same_port_record_with_its_outages_after_the_failure_does_not(tmp_pa
     b = _copy(FLAP, tmp_path / "bundle")
     f = b / "switch_port_events.txt"
     f.write_text(f.read_text().replace("[2026-12-02T06:", "[2026-12-02T07:"))
-    # the bundle's ss snapshot (backoff:3, unacked data) is another reading of the stopped path
-    # (tcp-retransmissions-unanswered, tests/classify/test_tcp_unanswered.py): left out to test the record alone
-    (b / "node1_ss_tin.txt").unlink()
     v = analyze(b).verdict
     assert not _fired(v, "link-down-during-job"), v.trace
     assert v.cause == "nccl_timeout", v.trace

@@ -18,7 +18,7 @@ from postmortem.classify.rules.interfaces import (FirewallDiscards, HostOffNetwo
                                                   TcpConnectionLosses)
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
 from postmortem.classify.rules.peer_path import (IpsecPolicyWithoutSa, LinkDownDuringJob, PeerAddressElsewhere, PeerUnresolved,
-                                                 SourceRewrittenOnPath, TcpRetransmissionsUnanswered)
+                                                 SourceRewrittenOnPath)
 
 RULES: tuple[Rule, ...] = (
     KnownMessages(),
@@ -63,7 +63,6 @@ RULES: tuple[Rule, ...] = (
     IpsecPolicyWithoutSa(),
     SourceRewrittenOnPath(),
     LinkDownDuringJob(),
-    TcpRetransmissionsUnanswered(),
     AppError(),
 )
 

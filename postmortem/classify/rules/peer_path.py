@@ -26,13 +26,11 @@ import re
 
 from postmortem.classify.rules.base import Rule, events_of, sign_finding
 from postmortem.classify.rules.config import TIMEOUT_KINDS, level_stall
-from postmortem.classify.rules.interfaces import (_LOOPBACK, _host_local, _job_endpoints, _named, _split_endpoint, _the_jobs,
-                                                  job_interfaces)
+from postmortem.classify.rules.interfaces import _host_local, _job_endpoints, _named, job_interfaces
 from postmortem.knowledge.registry import KIND, SIGN, produced_by
 from postmortem.model import Case, Fact
 from postmortem.parsers.iproute import FACT, NEIGH_FACT
 from postmortem.parsers.iptables import FACT as FIREWALL_FACT
-from postmortem.parsers.ss import FACT as TCP_FACT
 from postmortem.parsers.xfrm import LISTING_FACT, POLICY_FACT, STATE_FACT
 
 
@@ -386,58 +384,3 @@ def _down(data: dict) -> bool:
 
 
 _KERNEL_KINDS = produced_by("parser:kernel")
-
-
-def _unanswered(conn: dict, min_backoff: int) -> bool:
-    """Unacknowledged data in flight and at least `min_backoff` consecutive retransmission
-    timeouts (ss `backoff:`, tcp_info tcpi_backoff = icsk_backoff) on an established connection.
-    Zero-window probing backs off too, but only with nothing unacknowledged (Linux tcp_probe_timer
-    runs only when packets_out is 0), so `unacked` keeps a peer that stopped reading out."""
-    info = conn.get("info") or {}
-    backoff, unacked = info.get("backoff"), info.get("unacked")
-    return (isinstance(backoff, int) and backoff >= min_backoff and isinstance(unacked, int) and unacked > 0
-            and conn.get("state") in ("", "ESTAB"))
-
-
-class TcpRetransmissionsUnanswered(Rule):
-    """`ss -ti` shows a connection to the job's peer whose retransmissions went unanswered for
-    at least tcp_retries1 timeouts in a row (signals.toml net.tcp_retransmissions_unanswered):
-    the path stopped delivering, as opposed to a slow one, whose ACKs keep arriving and reset
-    the backoff (Linux tcp_ack_update_rtt: 'only reset backoff on valid RTT measurement')."""
-
-    id = "tcp-retransmissions-unanswered"
-
-    def findings(self, case, k, trace):
-        params = SIGN.net_tcp_retransmissions_unanswered.params
-        stuck = [f for f in case.facts if f.name == TCP_FACT and isinstance(f.value, dict)
-                 and _unanswered(f.value, params["min_backoff"])]
-        if not stuck:
-            return []
-        failed = events_of(case, TIMEOUT_KINDS)
-        if not failed:
-            trace.append(f"{self.id}: not counted: {stuck[0].value['peer']} unanswered ({stuck[0].ref.describe()})"
-                         " but no collective timed out")
-            return []
-        addrs, ports = _job_endpoints(case)
-        if addrs or ports:
-            theirs = [f for f in stuck if _the_jobs(f.value["peer"], addrs, ports)]
-        else:
-            # the job's lines name no address at all (gloo's 'Timed out waiting' names no peer): the
-            # host's connections between non-loopback addresses stand for the job's path, said so
-            theirs = [f for f in stuck if not _LOOPBACK.match(_split_endpoint(f.value["peer"])[0])]
-            if theirs:
-                trace.append(f"{self.id}: the job's lines name no peer address: reading the host's own connections")
-        if not theirs:
-            trace.append(f"{self.id}: not counted: {len(stuck)} connection(s) backed off, none to an address or port"
-                         " the job's logs name: not the job's path")
-            return []
-        f = max(theirs, key=lambda x: x.value["info"]["backoff"])
-        info = f.value["info"]
-        what = (f"TCP connection {f.value['local']} -> {f.value['peer']} had {info['unacked']} segment(s) unacknowledged"
-                f" after {info['backoff']} retransmission timeouts in a row (rto {info.get('rto', '?')} ms,"
-                f" {f.ref.describe()}): nothing it sent was acknowledged, the path stopped delivering")
-        trace.append(f"{self.id}: {what}")
-        return [sign_finding(k, SIGN.net_tcp_retransmissions_unanswered, self.id,
-                             what + f"; the collectives timed out beside it ({failed[0].ref.describe()})",
-                             failed[:2], "tcp-unanswered", extra_refs=tuple(x.ref for x in theirs[:2]),
-                             combined=_paired(case, k, trace, self.id))]
