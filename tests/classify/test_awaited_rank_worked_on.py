@@ -95,3 +95,35 @@ def test_a_peer_torn_down_by_the_launcher_is_no_sign_of_its_own(tmp_path):
     # SIGTERMed rank 0 -- its record is the teardown's signal, not an error of its own
     v = analyze(_copy(tmp_path, NORMALISER)).verdict
     assert not any(SIGN in t for t in v.trace), v.trace
+
+
+STAMPED = FIX / "lab" / "tqdm_stamped"   # REAL: fixtures/lab/tqdm_stamped/make.sh (torchrun, gloo, moreutils ts)
+
+
+def _rests_on(v) -> str:
+    return next(t for t in v.trace if "independent weak signs" in t)
+
+
+def test_one_stamped_progress_line_of_the_silent_rank_is_one_sign_not_two():
+    # audit 9 M1: rank 1's bars go through logging, so each refresh is its own line and the
+    # collector (ts) stamps it; the line 25 s after rank 0 began its 10 s wait is the bar
+    # advancing *and* the rank working on -- one observation, counted once
+    bundle = STAMPED / "bundle-logger"
+    assert "Running tokenizer on dataset:" in (bundle / "pod1.log").read_text(encoding="utf-8")
+    v = analyze(bundle).verdict
+    assert (v.category.value, v.cause) == ("config", "straggler_timeout"), v.trace
+    rests = _rests_on(v)
+    assert SIGN in rests and "timeout.progress_advancing" not in rests, rests
+    assert "support 0.75 " in " ".join(t for t in v.trace if t.startswith("resolve: straggler_timeout support")), v.trace
+    assert v.confidence < 0.8
+
+
+def test_a_bar_printed_as_tqdm_writes_it_carries_no_stamp_of_its_own():
+    # near miss, same run with the bars on stderr: tqdm starts each refresh with '\r', so the
+    # collector's stamp sits before it and the bar lines have no time -- the late rank shows in
+    # its launcher's record (a different artifact) and the bar counts as the bar
+    bundle = STAMPED / "bundle-stderr"
+    v = analyze(bundle).verdict
+    assert (v.category.value, v.cause) == ("config", "straggler_timeout"), v.trace
+    assert "failed of its own error" in v.root.summary and "logged its own work" not in v.root.summary
+    assert "timeout.progress_advancing" in _rests_on(v)

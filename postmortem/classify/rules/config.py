@@ -270,6 +270,10 @@ class CollectiveTimeout(Rule):
                                  combined=tuple(s for s, present in seen if present))]
         if silent and world_known_apart:
             worked = _worked_on_after_wait(case, timeouts, silent)
+            if worked and worked[1].kind == KIND.msg_progress_bar:
+                # a stamped bar line of the silent rank after the wait began is the bar advancing,
+                # read with its time: one observation, one sign (audit 9 M1)
+                advancing = []
             w = (SIGN.timeout_silent_ranks.weight
                  + (SIGN.timeout_progress_advancing.weight if advancing else 0)
                  + (SIGN.timeout_rank_busy_elsewhere.weight if busy and waiting else 0)
