@@ -22,3 +22,12 @@ def test_a_refused_connect_stays_the_weak_reading():
     m = C.match_nccl("tpgds-aihub0006:3996242:3996242 [2] misc/socket.cc:578 NCCL WARN socketPollConnect: connect to "
                      "10.82.101.249<54709> returned Connection refused, exceeded error retry count after 35 attempts")
     assert m and (m.cause, m.strength, m.detail) == ("nccl_network", "subsystem", "Connection refused")
+
+
+def test_the_format_of_nccl_2_22_to_2_26_is_in_the_catalog():
+    # v2.24.3-1 among gen_nccl.py's TAGS: src/misc/socket.cc '%s: connect returned %s, exceeded error retry
+    # count (%d)' (2.22-2.26; 2.21 and 2.27 print 'connect to %s returned ...'). Real line: a public report's
+    # NCCL 2.26.2 log (the stored public-code index, find_string id 6829418395)
+    m = C.match_nccl("vae-bc5a469e-2296-0:10209:10243 [1] misc/socket.cc:544 NCCL WARN socketPollConnect: connect "
+                     "returned Connection refused, exceeded error retry count (35)")
+    assert m and (m.cause, m.strength, m.detail) == ("nccl_network", "subsystem", "Connection refused")

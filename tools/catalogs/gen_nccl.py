@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from printf import first_string_arg, literal_text, longest_literal, printf_to_regex  # noqa: E402
 
-TAGS = ("v2.7.8-1", "v2.14.3-1", "v2.18.6-1", "v2.21.5-1", "v2.27.3-1", "v2.30.7-1")
+TAGS = ("v2.7.8-1", "v2.14.3-1", "v2.18.6-1", "v2.21.5-1", "v2.24.3-1", "v2.27.3-1", "v2.30.7-1")
 NEWEST = "v2.30.7-1"
 
 # Source file -> (subsystem, cause).  First match wins.  Paths are relative to src/.
