@@ -61,3 +61,37 @@ def test_a_slow_path_under_the_same_settings_prints_no_socket_error(tmp_path):
     v = analyze(_logs(tmp_path, "slow_tbf-r2_6-1")).verdict
     assert not any("gloo_established_socket_error" in t for t in v.trace), v.trace
     assert v.cause != "nccl_network", v.trace
+
+
+# -- the peer's reset at its timeout (config.py _reset_at_peers_timeout; signals.toml timeout.all_ranks
+#    reset_by_peer): a rank whose own error is gloo's 'Connection reset by peer' when its peer timed out
+#    had its data unread at the peer (an RST): it waited in the collective too
+
+def test_a_rank_reset_by_its_timed_out_peer_waited_in_the_collective_too(tmp_path):
+    # slow_tbf-1: rank 1 'Application timeout caused pair closure', rank 0 'Read error [10.110.0.2]:48355:
+    # Connection reset by peer' 0.2 s later; both logged step 21: the collective itself was stuck
+    v = analyze(_logs(tmp_path, "slow_tbf-1")).verdict
+    assert _reading(v) == ("comms", "nccl_timeout"), v.trace
+    assert any("every rank of the world (0..1) timed out in the same collective" in t for t in v.trace), v.trace
+
+
+def test_the_development_case_it_came_from_reads_the_same():
+    # validation22 lab4-slow-link-allreduce: the same shape on a tbf-shaped link (labelled nccl_timeout)
+    v = analyze(ROOT / "fixtures" / "validation22" / "lab4-slow-link-allreduce" / "bundle").verdict
+    assert _reading(v) == ("comms", "nccl_timeout"), v.trace
+
+
+def test_a_straggler_reads_its_peers_fin_and_stays_the_straggler(tmp_path):
+    # near miss, real: straggler-1, rank 1 asleep 40 s outside any collective; rank 0 timed out after 20 s,
+    # rank 1 then 'Connection closed by peer' (a FIN: it had sent nothing the peer left unread)
+    v = analyze(_logs(tmp_path, "straggler-1")).verdict
+    assert any("straggler: silent [1]" in t for t in v.trace), v.trace
+    assert v.cause == "straggler_timeout", v.trace
+
+
+def test_a_reset_well_before_the_timeout_is_a_transport_failure_of_its_own(tmp_path):
+    # near miss, real: stop_reject-1, a REJECT --reject-with tcp-reset rule answered rank 0 at once, ~20 s
+    # before rank 1's timeout: not counted among the timed-out ranks, no stuck-collective claim
+    v = analyze(_logs(tmp_path, "stop_reject-1")).verdict
+    assert v.cause != "nccl_timeout", v.trace
+    assert not any("every rank of the world" in t for t in v.trace), v.trace
