@@ -453,8 +453,9 @@ def _failed_on_transport_first(case: Case, k, timed_out: set[int]) -> set[int]:
 
 def _reset_at_peers_timeout(case: Case, k, timed_out: set[int]) -> set[int]:
     """Ranks whose own error is gloo's 'Connection reset by peer' (signals.toml timeout.all_ranks
-    reset_by_peer) no earlier than a second before the first timed-out rank failed, by torchrun's
-    failure entries: the timed-out peer closed its pairs with this rank's data unread (an RST, not a
+    reset_by_peer) no earlier than a second before the first timed-out rank failed and no later than
+    the agents' polling after it (threshold.reset_before_peer_exit_s, reset_after_peer_exit_s), by
+    torchrun's failure entries: the timed-out peer closed its pairs with this rank's data unread (an RST, not a
     FIN), so this rank was sending in the collective when the peer gave up -- it waited there too."""
     if not timed_out:
         return set()
@@ -464,9 +465,12 @@ def _reset_at_peers_timeout(case: Case, k, timed_out: set[int]) -> set[int]:
         return set()
     first_timeout_exit = min(timed_exits)
     reset = re.compile(SIGN.timeout_all_ranks.params["reset_by_peer"])
+    # within the records' resolution before, and the agents' polling after (audit 10 L5: a reset
+    # long after is another write -- a straggler's, arriving late -- not the collective's)
+    before, after = LIMIT.reset_before_peer_exit_s, LIMIT.reset_after_peer_exit_s
     return {e.rank for e in _network_signs(case, k) if e.rank is not None and e.rank not in timed_out
             and e.rank in exits and reset.search(e.text or "")
-            and (first_timeout_exit - exits[e.rank]).total_seconds() < 1}
+            and -after <= (first_timeout_exit - exits[e.rank]).total_seconds() < before}
 
 
 def _exits(case: Case) -> dict[int, object]:
