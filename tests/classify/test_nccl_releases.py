@@ -233,3 +233,14 @@ def test_c10d_of_pytorch_1_9_prints_nccls_version_code_digits():
     from postmortem.classify.rules.versions import _decoded
     assert [_decoded(v) for v in ("21.1.4", "20.9.9", "21.0.3")] == ["2.11.4", "2.9.9", "2.10.3"]
     assert [_decoded(v) for v in ("2.7.8", "2.18.5")] == ["2.7.8", "2.18.5"]   # printed right before 2.9 and by NCCL
+
+
+def test_the_net_plugin_and_ncclss_own_malloc_abort_are_not_nccls_own_failure():
+    # audit 10 L8: libnccl-net.so is the interconnect's plugin (NCCL's 'No plugin found
+    # (libnccl-net.so)', fixtures/corpus/nccl-p2p-iommu-01); NCCL's one self-abort is
+    # src/misc/utils.cc 'Unrecoverable error detected: malloc(size=%llu) returned null.' (host memory)
+    from postmortem.classify.rules import versions
+    assert not versions._NCCL_LIB.search("/usr/lib/x86_64-linux-gnu/libnccl-net.so")
+    assert versions._NCCL_LIB.search("/opt/tiger/nccl/lib/libnccl.so")       # NVIDIA/nccl#1996's frame
+    fmt = "Unrecoverable error detected: malloc(size=%llu) returned null."   # the format, filled at test time
+    assert versions._ERRNO_TEXT.search(fmt.replace("%llu", "1073741824"))

@@ -26,7 +26,9 @@ _INTERNAL = re.compile(r"\bncclInternalError\b|^internal error\b|'internal error
 # cudaErrorInvalidValue's text (cudaGetErrorString(1)) in NCCL's own CUDACHECK WARN
 # ("Cuda failure 'invalid argument'", src/include/checks.h; "Cuda failure 1 'invalid argument'" from 2.19).
 _CUDA_INVALID_VALUE = re.compile(r"Cuda failure (?:\d+ )?'invalid argument'")
-_NCCL_LIB = re.compile(r"libnccl")
+# libnccl, not the network plugin libnccl-net*.so (aws-ofi-nccl, nccl-rdma-sharp-plugins): the
+# interconnect's plugin crashing is not NCCL's own failure (audit 10 L8)
+_NCCL_LIB = re.compile(r"libnccl(?!-net)")
 _NCCL_FUNCTION = re.compile(r"(?<!_)_*p?nccl[A-Z]")  # (?<!_): one try per run of underscores (linear)
 # Frames a crash report prints before the faulting one: the C library, the signal trampoline,
 # UCX's handler (libucs ucs_handle_error), raise/abort on a SIGABRT.
@@ -37,7 +39,10 @@ _LAST_ERROR = re.compile(r"Last error:\s*\n\s*(.{4,400})")
 _WARN_FILE = re.compile(r"\s([\w/]+\.(?:cc|h|cu|cpp)):\d+ (?:\(\w+\) )?NCCL WARN")
 # strerror() texts NCCL's WARNs quote after "error:" / "errno": a system call failed.
 _ERRNO_TEXT = re.compile(r"No space left|No such file|Permission denied|Connection (?:refused|reset|timed out)|"
-                         r"Cannot allocate memory|Resource temporarily unavailable|Network is unreachable|No route to host")
+                         r"Cannot allocate memory|Resource temporarily unavailable|Network is unreachable|No route to host|"
+                         # src/misc/utils.cc ncclMemoryStack::allocateSpilled, then abort(): host memory
+                         # exhausted or a ulimit -v / cgroup limit (v2.21.5-1 :272, v2.27.3-1 :270; audit 10 L8)
+                         r"malloc\(size=\d+\) returned null")
 
 
 @functools.lru_cache(maxsize=None)
@@ -104,7 +109,9 @@ def own_failure_lines(case) -> tuple[list[Event], list[str], str]:
         return [], [], ""
     if not events:
         crashed = stacklib.crashing(case.stacks, case.events)
-        if crashed is not None and crashed.crashed and _in_libnccl(crashed) and not _died_of_sigbus(case):
+        # the same veto as for a WARN: the WARNs NCCL printed before it died (audit 10 L8)
+        if (crashed is not None and crashed.crashed and _in_libnccl(crashed) and not _died_of_sigbus(case)
+                and not _reported_environment(case, [])):
             frames = [f for f in crashed.frames if _NCCL_LIB.search(f.module or "")]
             return [], [" ".join(filter(None, (f.function, f.file))) for f in frames], "libnccl_crash"
     return events, texts, kind
