@@ -244,3 +244,10 @@ def test_the_net_plugin_and_ncclss_own_malloc_abort_are_not_nccls_own_failure():
     assert versions._NCCL_LIB.search("/opt/tiger/nccl/lib/libnccl.so")       # NVIDIA/nccl#1996's frame
     fmt = "Unrecoverable error detected: malloc(size=%llu) returned null."   # the format, filled at test time
     assert versions._ERRNO_TEXT.search(fmt.replace("%llu", "1073741824"))
+
+
+def test_nccls_and_cudas_error_texts_name_nothing():
+    # audit 10 L1: nccl-tests#275 quotes ncclGetErrorString's text; NCCL's CUDACHECK quotes cudaGetErrorString's
+    line = NOT_OWN["nccl-tests-275"]
+    assert not any(n.startswith("quoted:") for n in releases.identifiers_in(line)), releases.identifiers_in(line)
+    assert releases.identifiers_in("transport/nvls.cc:165 NCCL WARN Cuda failure 'invalid argument'") == frozenset()
