@@ -24,7 +24,6 @@ def _analysis(tmp_path: Path, text: str):
 def _signs(a) -> set[str]:
     fs = ([a.verdict.root] if a.verdict.root else []) + list(a.verdict.symptoms) + list(a.verdict.alternatives)
     out = {f.signal for f in fs} | {s for f in fs for s in f.signs}
-    out |= {s for line in a.verdict.trace for s in ("nccl.own_failure",) if "nccl-fixed-in-later-release: NCCL" in line and "own" in line}
     return out
 
 
@@ -124,7 +123,7 @@ def test_a_later_fix_naming_the_failing_file_is_the_second_sign(tmp_path):
     # the failure names only a component (topology): fixes naming it are in nearly every release,
     # so they give no sign
     assert "0 by name" in t
-    assert a.verdict.cause != "nccl_version_old" or "nccl.fixed_in_later_release" not in (a.verdict.root.signs if a.verdict.root else ())
+    assert "nccl.fixed_in_later_release" not in _signs(a), t
 
 
 def test_a_fix_naming_the_same_variable_is_matched_by_name():
@@ -202,7 +201,7 @@ def test_a_topology_warn_beside_an_internal_error_does_not_claim_through_a_file_
     a = analyze(_V1)
     t = _trace(a)
     assert "NCCL 2.6.4; the failure names" in t and "0 by name" in t, t
-    assert a.verdict.category.value == "unknown", t
+    assert a.verdict.category.value == "unknown" and "nccl.fixed_in_later_release" not in _signs(a), t
 
 
 def test_a_name_counts_only_when_its_fixes_are_in_one_series_just_after_the_job():
