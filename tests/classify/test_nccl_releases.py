@@ -250,3 +250,11 @@ def test_nccls_and_cudas_error_texts_name_nothing():
     line = NOT_OWN["nccl-tests-275"]
     assert not any(n.startswith("quoted:") for n in releases.identifiers_in(line)), releases.identifiers_in(line)
     assert not any(n.startswith("quoted:") for n in releases.identifiers_in("transport/nvls.cc:165 NCCL WARN Cuda failure 'invalid argument'"))
+
+
+def test_the_version_code_c10d_printed_is_compared_as_the_release_it_is():
+    # audit 10 L4 probe v3 (verbatim NVIDIA/nccl#577 lines, fixtures/lab/audit10/v3): c10d printed
+    # NCCL 2.11.4 as '21.1.4'; read as such it was newer than every release and never compared
+    a = analyze(Path(__file__).resolve().parents[2] / "fixtures/lab/audit10/v3/bundle")
+    t = _trace(a)
+    assert "NCCL 2.11.4; the failure names" in t and "NCCL 21.1.4" not in t, t
