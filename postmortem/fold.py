@@ -201,6 +201,34 @@ class AsRead:
         self.folded += len(events) - len(kept) + len(deferred)
         return kept
 
+    def parser_done(self, events: list[Event], deferred: Sequence[tuple]) -> list[Event] | None:
+        """file_done for the NCCL parser's own deferred entries ((seq, place, where, shape, data),
+        parsers/nccl.py): the same result, each copy folded without an intermediate tuple and
+        with _absorb's work for a copy that stands for itself alone (issue 17: ~15,000 copies at
+        512 ranks)."""
+        kept = self.file_done(events)
+        if kept is None or not deferred:
+            return kept
+        leaders, grown = self.leaders, self.grown
+        for _, place, where, shape, more in deferred:
+            lead = leaders[shape]
+            got = grown.get(id(lead))
+            if got is None:
+                got = grown[id(lead)] = (lead, _growing(lead.data))
+            data = got[1]
+            data["count"] += more["count"]
+            pids = data["pids"]
+            if len(pids) < MAX_PIDS:
+                for pid in more["pids"]:
+                    if len(pids) >= MAX_PIDS:
+                        break
+                    if pid not in pids:
+                        pids.append(pid)
+            data[MEMBERS].append((place[0], place[1], where["host"], where["pid"], where["tid"], place[5]))
+            data[FOLDED] += 1
+        self.folded += len(deferred)
+        return kept
+
     def _add(self, lead: Event, more: dict, one: tuple, folded: int, members_: Iterable[tuple]) -> None:
         got = self.grown.get(id(lead))
         if got is None:

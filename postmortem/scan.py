@@ -385,10 +385,12 @@ class _Reader:
             at = first[key] = index(key, at)
         todo: list[int] = []  # positions to read one by one while no parser waits
         routine_here = []
+        # A line by its key (one dict lookup, not _Decoded.__getitem__) when the lines are the keys decoded.
+        text_of = lines.text.__getitem__ if type(lines) is _Decoded else None
         for key, i in first.items():
             got = kinds.get(key)
             if got is None:
-                got = kinds[key] = self.kind(lines[i])
+                got = kinds[key] = self.kind(lines[i] if text_of is None else text_of(key))
             if got[0] == ONE_BY_ONE:
                 todo.append(-1 - i)  # marks the key's class: all its positions are wanted
             elif got[0] != INERT:
@@ -422,12 +424,13 @@ class _Reader:
                 processed[key] = processed.get(key, 0) + 1
                 nccl.repeat_target = None
                 matcher.repeat_targets = []
-                claimed = self.one(lines[i], base + i + 1) if self.in_block else \
-                    self.quick(lines[i], base + i + 1, kind, thread, shape)
+                raw = lines[i] if text_of is None else text_of(key)
+                claimed = self.one(raw, base + i + 1) if self.in_block else \
+                    self.quick(raw, base + i + 1, kind, thread, shape)
                 if key in targets:
                     pass
                 elif kind == CONTEXT or claimed is nccl:
-                    found = [(data, "lines") for data in matcher.repeat_targets]
+                    found = [(data, "lines") for data in matcher.repeat_targets] if matcher.repeat_targets else []
                     if kind != CONTEXT and nccl.repeat_target is not None:
                         data = nccl.repeat_target
                         found.append((data, "count" if "count" in data else "channel_lines"))
@@ -461,7 +464,8 @@ class _Reader:
         """Every block of `lines` (its budgeted byte source); why reading stopped early, or ""."""
         self.cap = lines.cap
         self.repeats = meter.budget.repeats if meter is not None else None
-        for data in blocks(lines._chunks(), block_bytes):  # noqa: SLF001 - the budgeted byte source
+        # (scan_text reads plain files only: see applies)
+        for data in blocks(lines._chunks(plain=True), block_bytes):  # noqa: SLF001 - the budgeted byte source
             if meter is not None:
                 if meter.events + len(self.sink.events) + len(self.nccl.deferred) > meter.budget.events:
                     meter.stop(f"event budget of {meter.budget.events} events reached")
@@ -475,9 +479,7 @@ class _Reader:
             _safely(self.sink, p, p.finish)
         if self.early is not None:  # plain INFO copies folded into earlier files' events (fold.AsRead)
             nccl = self.nccl
-            kept = self.early.file_done(self.sink.events, [(place[0], place[1], where["host"], where["pid"],
-                                                            where["tid"], place[5], shape, data)
-                                                           for _, place, where, shape, data in nccl.deferred])
+            kept = self.early.parser_done(self.sink.events, nccl.deferred)
             if kept is None:
                 nccl.materialize()
             else:

@@ -7,7 +7,8 @@ anywhere in postmortem/, or when running another Python version):
 Records, in this fresh process, the method texts dataclasses compiles for the package's
 classes and the patterns re compiles for the package and the standard library (not for other
 packages: their versions vary) while it runs `postmortem --help` and `postmortem analyze` of a
-one-line bundle three ways (terminal + HTML, JSON only, Markdown); stores their compiled forms
+one-line bundle three ways (terminal + HTML, JSON only, Markdown) and of a one-file bundle big
+enough for the scanning stage (JSON only); stores their compiled forms
 (postmortem/precompiled.py says why and how they are used).  A file is for the Python version
 that made it; a stale or foreign one costs startup time only, never a different result.
 tests/test_precompiled.py fails while they are stale.
@@ -71,11 +72,18 @@ def record() -> dict[str, set]:
         tmp = Path(t)
         (tmp / "b").mkdir()
         (tmp / "b" / "nccl.log").write_text(NCCL_LINE, encoding="utf-8")
+        # A file big enough for the scanning stage (scan.py): its reader asks every parser's
+        # gates and prefilters at once (~50 ms of compiling otherwise, issue 17).
+        from postmortem import scan
+
+        (tmp / "s").mkdir()
+        (tmp / "s" / "nccl.log").write_text(NCCL_LINE * (scan.SCAN_MIN_BYTES // len(NCCL_LINE) + 1), encoding="utf-8")
         with contextlib.redirect_stdout(io.StringIO()):
-            b = str(tmp / "b")
+            b, s = str(tmp / "b"), str(tmp / "s")
             for argv in (["--help"], ["analyze", b, "--html", str(tmp / "r.html")],
                          ["analyze", b, "--html", "-", "--json", str(tmp / "v.json"), "-q"],
-                         ["analyze", b, "--html", "-", "--markdown", "-"]):
+                         ["analyze", b, "--html", "-", "--markdown", "-"],
+                         ["analyze", s, "--html", "-", "--json", str(tmp / "s.json"), "-q"]):
                 if main(argv) != 0:
                     raise SystemExit(f"postmortem {' '.join(argv)} failed")
     return _RECORDED

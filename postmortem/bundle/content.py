@@ -22,7 +22,7 @@ def text_encoding(head: bytes) -> str | None:
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "utf-16"
     sample = head[: SNIFF_BYTES - SNIFF_BYTES % 4]
-    if len(sample) < 16:
+    if len(sample) < 16 or b"\x00" not in sample:  # (no NUL: no lane below could pass)
         return None
     quarter = len(sample) // 4
     lanes = [sample[i::4].count(0) / quarter for i in range(4)]

@@ -7,6 +7,7 @@ stopped (with what it has) when the stream breaks off or the byte or time budget
 from __future__ import annotations
 
 import codecs
+import io
 from typing import BinaryIO, Iterator
 
 from postmortem.budget import BudgetExhausted, Meter
@@ -50,7 +51,13 @@ class Lines:
         read1 = getattr(self.stream, "read1", None)
         return read1(n) if read1 is not None else self.stream.read(n)
 
-    def _chunks(self) -> Iterator[bytes]:
+    def _chunks(self, plain: bool = False) -> Iterator[bytes]:
+        """The stream's bytes in chunks of up to READ_CHUNK, within the budget.  `plain`: the
+        caller reads the bytes as they are (no decompressor); when the stream is a file on disk
+        (a buffered FileIO) each chunk is then filled with read(), so the bytes a sniffer peeked
+        are not a chunk of their own that the scanning stage would join to the rest (a copy of
+        every file, issue 17).  Anything else (an archive member) is read with read1 as always."""
+        plain = plain and isinstance(getattr(self.stream, "raw", None), io.FileIO)
         while True:
             if self.meter is not None and self.meter.out_of_time():
                 self.ended = self.meter.stopped or "stopped"
@@ -58,7 +65,7 @@ class Lines:
             try:
                 # read1: one decompressor step at a time, so a stream cut short still
                 # yields everything before the cut.
-                chunk = self._read(READ_CHUNK)
+                chunk = self.stream.read(READ_CHUNK) if plain else self._read(READ_CHUNK)
             except BudgetExhausted as exc:
                 self.ended = str(exc)
                 return
