@@ -60,3 +60,24 @@ def test_a_connect_that_never_got_past_its_failure_keeps_its_reading():
     v = analyze(LAB.parent / "validation23" / "lab-a" / "lab5-node1-reserved-ports-ephemeral" / "bundle").verdict
     assert any(t.startswith("catalog: pt.store_connect_failed x") for t in v.trace), v.trace
     assert (v.category, v.cause) == ("comms", "nccl_network")
+
+
+def test_the_jobs_group_read_frozen_and_thawed_in_two_files_is_no_frozen_reading(tmp_path):
+    # audit 8 L9: REAL cgroup v2 files (fixtures/cgroup_state/v2_refreeze, the auditor's mk_v2: a
+    # group frozen, then thawed) of a group the job's lines name -- the line naming it is written
+    # here at test time (marked: not a captured line)
+    from postmortem.classify.rules.hang import _job_frozen
+    src = Path(__file__).resolve().parents[2] / "fixtures" / "cgroup_state" / "v2_refreeze"
+    for name in ("v2_frozen.txt", "v2_thawed.txt"):
+        (tmp_path / name).write_text((src / name).read_text())
+    # generated at test time (marked): a job line naming the group's folder, read as an event
+    (tmp_path / "job.log").write_text("[rank0]: RuntimeError: rank 0 in /sys/fs/cgroup/unified/a8v2 stopped\n")
+    case = analyze(tmp_path).case
+    facts = [f for f in case.facts if f.name.startswith("cgroup.")]
+    trace: list[str] = []
+    assert _job_frozen(case, facts, "cgroup-held-back", trace) is None, trace
+    # near miss: the frozen file alone still reads frozen
+    (tmp_path / "v2_thawed.txt").unlink()
+    case = analyze(tmp_path).case
+    facts = [f for f in case.facts if f.name.startswith("cgroup.")]
+    assert _job_frozen(case, facts, "cgroup-held-back", []) is not None
