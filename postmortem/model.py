@@ -202,6 +202,7 @@ class Finding:
     signs: tuple[str, ...] = ()     # independent registered signs a rule combined into this one finding
     culprit_ranks: tuple[int, ...] = ()  # ranks the finding blames when they are not the ranks its lines print
                                          # (a straggler is the rank that did NOT time out)
+    advice: str = ""                # a fix the rule derived from what it read (e.g. the release that fixed it)
 
 
 @dataclass(frozen=True, slots=True)

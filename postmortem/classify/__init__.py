@@ -327,10 +327,12 @@ def _gpu_error_reading(f: Finding) -> bool:
 
 
 def _specific_advice(findings: list[Finding], k: Knowledge) -> tuple[str, ...]:
-    """Fixes tied to the very messages that decided the verdict (messages.toml `advice`)."""
+    """Fixes tied to the very messages that decided the verdict (messages.toml `advice`), and
+    those a rule derived from what it read (Finding.advice)."""
     by_id = {m.id: m for m in k.messages}
     advice = [by_id[f.discriminator].advice for f in findings
               if f.rule == "known-messages" and f.discriminator in by_id and by_id[f.discriminator].advice]
+    advice += [f.advice for f in findings if f.advice]  # a rule's own derived fix (rule nccl-fixed-in-later-release)
     return tuple(dict.fromkeys(advice))
 
 

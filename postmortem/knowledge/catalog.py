@@ -155,6 +155,13 @@ def _fixed_head(fmt: str) -> str:
     return fmt[:m.start()] if m else fmt
 
 
+def nccl_file_subsystem(src: str) -> str:
+    """The subsystem of the NCCL source file a WARN line names (gen_nccl.py FILE_RULES)."""
+    rules = _nccl_index()[2]
+    short = src.split("src/")[-1]
+    return next((s for rx, s, _ in rules if rx.search(short)), "")
+
+
 def match_nccl(line: str) -> Match | None:
     """The NCCL catalog entry a WARN / failure INFO line comes from, or None.  Accepts a whole
     log line (the source file it names picks the subsystem of generic macros) or the bare
@@ -451,6 +458,14 @@ def coverage() -> list[CoverageRow]:
     for name, label in (("sxid", "nvidia SXid"), ("nv_status", "nvidia NV_STATUS"), ("pytorch", "pytorch"), ("kernel", "kernel")):
         data, entries = _catalog(name)
         rows.append(CoverageRow(label, data["version"], len(entries), *_split(entries)))
+    # NCCL's release history: a fix naming a variable, function, file or text can be a sign
+    # (rule nccl-fixed-in-later-release); one naming only a component is context; the rest name nothing.
+    data = _read("nccl_releases.json")
+    fixes = [f for r in data["releases"] for f in r["fixes"]]
+    named = sum(1 for f in fixes if set(f["ids"]) - {"component"})
+    component = sum(1 for f in fixes if set(f["ids"]) == {"component"})
+    rows.append(CoverageRow("nccl release fixes", f"{data['releases'][-1]['version']} ({data['pinned'][:8]})", len(fixes),
+                            named, component, len(fixes) - named - component))
     return rows
 
 

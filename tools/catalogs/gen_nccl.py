@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from printf import first_string_arg, literal_text, longest_literal, printf_to_regex  # noqa: E402
 
-TAGS = ("v2.7.8-1", "v2.14.3-1", "v2.18.6-1", "v2.21.5-1", "v2.27.3-1", "v2.30.7-1")
+TAGS = ("v2.7.8-1", "v2.14.3-1", "v2.18.6-1", "v2.21.5-1", "v2.24.3-1", "v2.27.3-1", "v2.30.7-1")
 NEWEST = "v2.30.7-1"
 
 # Source file -> (subsystem, cause).  First match wins.  Paths are relative to src/.
@@ -134,8 +134,17 @@ ERRNO_READINGS = {  # strerror text -> cause, for entries marked 'errno'
             "Too many open files": "fd_limit", "No such file or directory": "context"},
     # misc/socket.cc SYSCHECK(bind(...), "bind") -> "Call to bind failed: <strerror>": EADDRINUSE
     # only with a fixed port (NCCL_COMM_ID, a set NCCL_SOCKET_PORT range); unreachable peers on connect.
+    # ETIMEDOUT on a TCP socket comes only from the kernel's own timers (Linux tcp_timer.c
+    # tcp_write_timeout: SYN retries on connect, tcp_retries2 / TCP_USER_TIMEOUT on an established
+    # connection, keepalive): nothing from the peer's address was acknowledged for that long -- a path
+    # that stopped delivering (or a peer host that is gone), never a peer process that merely crashed
+    # or hung (its kernel still answers). NCCL uses non-blocking sockets and poll(), no SO_RCVTIMEO
+    # (whose expiry is EAGAIN). The same reading as gloo's ETIMEDOUT (messages.toml
+    # gloo_established_socket_error, gloo_connect_unreachable). Real runs both ways:
+    # fixtures/lab/stopped_vs_slow (a slow path keeps its ACKs coming and never reaches it).
     "socket": {"Address already in use": "port_in_use", "No route to host": "nccl_network",
-               "Network is unreachable": "nccl_network", "Connection refused": "nccl_network"},
+               "Network is unreachable": "nccl_network", "Connection refused": "nccl_network",
+               "Connection timed out": "nccl_network"},
     "ib": {"Cannot allocate memory": "memlock_limit", "Operation not permitted": "memlock_limit",
            "Bad address": "nccl_network", "No such device": "nccl_network", "Connection timed out": "nccl_network"},
 }

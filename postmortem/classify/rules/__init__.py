@@ -17,6 +17,7 @@ from postmortem.classify.rules.hardware import GpuHealth, ThermalBeforeBusLoss
 from postmortem.classify.rules.interfaces import (FirewallDiscards, HostOffNetwork, InterfaceFaults, PathDiscards,
                                                   TcpConnectionLosses)
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
+from postmortem.classify.rules.versions import NcclFixedInLaterRelease
 from postmortem.classify.rules.peer_path import (IpsecPolicyWithoutSa, LinkDownDuringJob, PeerAddressElsewhere, PeerUnresolved,
                                                  SourceRewrittenOnPath)
 
@@ -28,6 +29,7 @@ RULES: tuple[Rule, ...] = (
     ShmFullInPython(),
     ShmSmallBesideFailure(),
     NcclVersionMismatch(),
+    NcclFixedInLaterRelease(),
     CollectiveTimeout(),
     TimeoutRecordsDisagree(),
     SilentCollectiveHang(),

@@ -240,6 +240,7 @@ class CollectiveTimeout(Rule):
         if not timeouts:
             return []
         timed_out = {e.rank for e in timeouts if e.rank is not None}
+        timed_out |= _reset_at_peers_timeout(case, k, timed_out)
         # A rank that others waited for by name (the one to publish the ncclUniqueId) is silent too.
         awaited = {int(e.data["awaited"]) for e in timeouts if str(e.data.get("awaited", "")).isdecimal()} - timed_out
         world = self._world(case, timed_out)
@@ -439,6 +440,33 @@ def _failed_on_transport_first(case: Case, k, timed_out: set[int]) -> set[int]:
     first_timeout_exit = min(timed_exits)
     return {e.rank for e in _network_signs(case, k) if e.rank is not None and e.rank not in timed_out
             and e.rank in exits and (first_timeout_exit - exits[e.rank]).total_seconds() >= 1}
+
+
+def _reset_at_peers_timeout(case: Case, k, timed_out: set[int]) -> set[int]:
+    """Ranks whose own error is gloo's 'Connection reset by peer' (signals.toml timeout.all_ranks
+    reset_by_peer) no earlier than a second before the first timed-out rank failed, by torchrun's
+    failure entries: the timed-out peer closed its pairs with this rank's data unread (an RST, not a
+    FIN), so this rank was sending in the collective when the peer gave up -- it waited there too."""
+    if not timed_out:
+        return set()
+    exits = _exits(case)
+    timed_exits = [exits[r] for r in timed_out if r in exits]
+    if not timed_exits:
+        return set()
+    first_timeout_exit = min(timed_exits)
+    reset = re.compile(SIGN.timeout_all_ranks.params["reset_by_peer"])
+    return {e.rank for e in _network_signs(case, k) if e.rank is not None and e.rank not in timed_out
+            and e.rank in exits and reset.search(e.text or "")
+            and (first_timeout_exit - exits[e.rank]).total_seconds() < 1}
+
+
+def _exits(case: Case) -> dict[int, object]:
+    """rank -> the time of its first torchrun failure entry."""
+    exits: dict[int, object] = {}
+    for e in events_of(case, KIND.launcher_child_failed):
+        if e.rank is not None and e.stamp is not None and e.when and e.when.at:
+            exits[e.rank] = min(exits.get(e.rank, e.when.at), e.when.at)
+    return exits
 
 
 def level_stall(case: Case, k) -> Finding | None:

@@ -379,6 +379,8 @@ class FirewallDiscards(Rule):
         params = SIGN.net_firewall_discards.params
         chains = [f for f in case.facts if f.name == FIREWALL_FACT and isinstance(f.value, dict)
                   and f.value.get("chain") not in params["own_traffic_chains"]]
+        if not chains:  # nothing to read against: no walk of every event's text (issue 17)
+            return []
         failed_text = re.compile(params["connect_failed"])
         failed = [e for e in case.events if failed_text.search(e.text or "")]
         # The job's own peers: the addresses and ports its failed connects name (audit 8 H10): a rule
