@@ -53,12 +53,27 @@ _BOILERPLATE = re.compile(r"NCCL error in: \S+|\(run with NCCL_DEBUG=INFO for de
                           r"\bnccl(?:Success|InProgress|\w*Error|Invalid\w*)\b")
 
 
+@functools.lru_cache(maxsize=None)
+def _error_strings() -> re.Pattern[str]:
+    """ncclGetErrorString's and cudaGetErrorString's texts (catalogs/nccl.json results,
+    catalogs/cuda.json): every failure of that result prints them, so they name no bug (audit 10 L1)."""
+    texts: set[str] = set()
+    for name in ("nccl.json", "cuda.json"):
+        d = json.loads(packaged("postmortem.knowledge", "catalogs", name).read_text(encoding="utf-8"))
+        for e in d.get("results", []) + d.get("entries", []):
+            for t in [e.get("message") or ""] + list(e.get("older_messages") or ()):
+                t = t.split(" (run with NCCL_DEBUG")[0].strip()
+                if len(t) >= 4 and e.get("id", "").startswith(("ncclresult.", "cuda.")):
+                    texts.add(t)
+    return re.compile("|".join(re.escape(t) for t in sorted(texts, key=len, reverse=True)), re.I)
+
+
 def identifiers_in(text: str, subsystem: str = "", file: str = "") -> frozenset[str]:
     """What one failure line names, as "kind:value" (lower case), by the catalog's rule; the
-    error wrapper's own words (ncclResult_t names, the NCCL_DEBUG hint, c10d's source file)
-    name nothing."""
+    error wrapper's own words (ncclResult_t names and texts, CUDA's error texts, the NCCL_DEBUG
+    hint, c10d's source file) name nothing."""
     ids, comps = _rules()
-    text = _BOILERPLATE.sub(" ", text)
+    text = _error_strings().sub(" ", _BOILERPLATE.sub(" ", text))
     out: set[str] = set()
     for kind, rx in ids:
         for m in rx.finditer(text):
@@ -66,6 +81,8 @@ def identifiers_in(text: str, subsystem: str = "", file: str = "") -> frozenset[
             value = (g or m.group(0))
             if kind == "file":
                 value = value.rsplit("/", 1)[-1]
+            if kind == "quoted" and not re.search(r"[A-Za-z0-9]{2}", value):
+                continue   # what is left of a quoted error text once its words are gone
             out.add(f"{kind}:{value.lower()}")
     out.update(f"component:{c}" for c, rx in comps if rx.search(text))
     if subsystem in _SUBSYSTEM_COMPONENT:
@@ -95,6 +112,35 @@ def fixes_after(version: str, named: frozenset[str]) -> list[Fix]:
             if both:
                 out.append(Fix(r["version"], f["text"], f["source"], tuple(both)))
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _series_naming() -> dict[str, frozenset[tuple[int, ...]]]:
+    """name -> the minor release series (major, minor) whose fixes name it."""
+    out: dict[str, set[tuple[int, ...]]] = {}
+    for r in _data()["releases"]:
+        series = vkey(r["version"])[:2]
+        for f in r["fixes"]:
+            for name in _fix_ids(f):
+                out.setdefault(name, set()).add(series)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def names_one_bug(name: str, version: str, window: int) -> bool:
+    """Does a fix naming `name` say the job's NCCL had THAT bug?  Only when every fix that names
+    it is in one minor series and the job's release is of that series or of the `window` series
+    before it.  A component word, a source file (a file holds many bugs; a commit body mentions
+    files in passing: audit 10 M1, 'topo.cc' in 2.30.7's vNIC fix) or a name fixed again and
+    again over many series (ncclCommAbort: 2.16 to 2.27) says no more than 'not the newest NCCL'
+    -- the version number alone."""
+    if name.startswith(("component:", "file:")):
+        return False
+    series = _series_naming().get(name, frozenset())
+    have = vkey(version)[:2]
+    if len(series) != 1 or len(have) != 2:
+        return False
+    (major, minor), = series
+    return have[0] == major and minor - window <= have[1] <= minor
 
 
 def newest() -> str:

@@ -54,9 +54,32 @@ def test_nccl_family_neither_inet_line_is_not_the_gloo_mismatch():
 def test_an_established_pair_the_kernel_abandoned_is_the_network(tmp_path):
     line = _line(_FLAP / "node1.log", "Read error")
     assert _matching(line)[:1] == ["gloo_established_socket_error"]
-    v = _bundle(tmp_path, {"node1.log": _FLAP / "node1.log"})
+    # node 0 (the far end) reads the reset after the link came back: alive, reporting its own side
+    v = _bundle(tmp_path, {"node1.log": _FLAP / "node1.log", "node0.log": _FLAP / "node0.log"})
     assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
-    assert v.root.signal == "msg.gloo_established_socket_error", v.trace
+    assert v.root.signal == "msg.gloo_established_socket_error" and v.root.strength == "strong", v.trace
+
+
+# audit 10 H1: REAL probe c2 (fixtures/lab/audit10/c2/mk_c2/make.sh): node 1 "loses power" (its
+# processes frozen, its port down) -- node 0 reads the same ETIMEDOUT a stopped path gives, and
+# node 1's log just ends at its last step.  A dead peer host is no network fault.
+_DEAD_PEER = Path(__file__).resolve().parents[2] / "fixtures/lab/audit10/c2/bundle"
+
+
+def test_a_peer_host_that_died_is_not_claimed_as_the_network(tmp_path):
+    line = _line(_DEAD_PEER / "node0.log", "Read error")
+    assert "Connection timed out" in line and _matching(line)[:1] == ["gloo_established_socket_error"]
+    v = _bundle(tmp_path, {"node0.log": _DEAD_PEER / "node0.log", "node1.log": _DEAD_PEER / "node1.log"})
+    assert v.category.value == "unknown", v.trace
+    assert any("gloo_established_socket_error: weak" in t for t in v.trace), v.trace
+
+
+def test_the_survivors_timeout_alone_is_one_weak_sign(tmp_path):
+    # Without the far end's log nothing tells a stopped path from a dead host: leaning, not claimed.
+    for i, (src, name) in enumerate(((_DEAD_PEER, "node0.log"), (_FLAP, "node1.log"))):
+        (tmp_path / str(i)).mkdir()
+        v = _bundle(tmp_path / str(i), {name: src / name})
+        assert v.category.value == "unknown" and "leaning nccl_network" in v.summary, v.trace
 
 
 def test_a_reset_by_the_peer_is_not_the_abandoned_connection(tmp_path):

@@ -95,3 +95,17 @@ def test_a_reset_well_before_the_timeout_is_a_transport_failure_of_its_own(tmp_p
     v = analyze(_logs(tmp_path, "stop_reject-1")).verdict
     assert v.cause != "nccl_timeout", v.trace
     assert not any("every rank of the world" in t for t in v.trace), v.trace
+
+
+def test_a_reset_long_after_the_peers_timeout_is_not_the_collectives(tmp_path):
+    # audit 10 L5, derived at test time from slow_tbf-1 (marked as such): rank 0's failure records
+    # moved 30 s later -- a reset that long after the peer gave up is another write (a straggler
+    # arriving), beyond the agents' polling (threshold.reset_after_peer_exit_s): rank 0 did not wait
+    bundle = _logs(tmp_path, "slow_tbf-1")
+    log = bundle / "node0.log"
+    text = log.read_text(encoding="utf-8")
+    assert "E1202 10:33:17.549000" in text and "2026-12-02_10:33:17" in text
+    log.write_text(text.replace("E1202 10:33:17.549000", "E1202 10:33:47.549000")
+                   .replace("2026-12-02_10:33:17", "2026-12-02_10:33:47"), encoding="utf-8")
+    v = analyze(bundle).verdict
+    assert not any("every rank of the world (0..1) timed out" in t for t in v.trace), v.trace

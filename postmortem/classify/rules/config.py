@@ -275,10 +275,21 @@ class CollectiveTimeout(Rule):
                 # a stamped bar line of the silent rank after the wait began is the bar advancing,
                 # read with its time: one observation, one sign (audit 9 M1)
                 advancing = []
-            w = (SIGN.timeout_silent_ranks.weight
-                 + (SIGN.timeout_progress_advancing.weight if advancing else 0)
-                 + (SIGN.timeout_rank_busy_elsewhere.weight if busy and waiting else 0)
-                 + (SIGN.timeout_awaited_rank_worked_on.weight if worked else 0))
+            # One fact -- the awaited rank was elsewhere -- seen in up to three artifacts: the
+            # rank's own log (its bar, its step lines), its launcher's record, a stack dump.  Each
+            # artifact counts once (its strongest view), and the artifacts join the missing
+            # timeout line as a noisy-OR, not as a sum (audit 10 M2).
+            views = {"absent timeout": SIGN.timeout_silent_ranks}
+            own = "launcher record" if worked and worked[1].kind == KIND.launcher_child_failed else "own log"
+            for artifact, sign, present in (("own log", SIGN.timeout_progress_advancing, bool(advancing)),
+                                            ("stack dump", SIGN.timeout_rank_busy_elsewhere, bool(busy and waiting)),
+                                            (own, SIGN.timeout_awaited_rank_worked_on, bool(worked))):
+                if present and (artifact not in views or sign.weight > views[artifact].weight):
+                    views[artifact] = sign
+            miss = 1.0
+            for sign in views.values():
+                miss *= 1 - sign.weight
+            w = 1 - miss
             why = []
             if worked:
                 rank, line, timeout, late_s = worked
@@ -302,11 +313,9 @@ class CollectiveTimeout(Rule):
             trace.append(f"{self.id}: straggler: silent {silent}, progress={bool(advancing)}, dumps={bool(busy and waiting)}, "
                          f"worked-on={bool(worked)}")
             extra = tuple(s.ref for s in busy[:1] + waiting[:1]) + ((worked[1].ref,) if worked else ())
-            seen = ((SIGN.timeout_progress_advancing, bool(advancing)),
-                    (SIGN.timeout_rank_busy_elsewhere, bool(busy and waiting)),
-                    (SIGN.timeout_awaited_rank_worked_on, bool(worked)))
+            combined = tuple(sign for artifact, sign in views.items() if artifact != "absent timeout")
             return [sign_finding(k, SIGN.timeout_silent_ranks, self.id, summary, timeouts + advancing[:1], "timeout",
-                                 extra_refs=extra, weight=w, combined=tuple(s for s, present in seen if present),
+                                 extra_refs=extra, weight=w, combined=combined,
                                  culprits=tuple(silent))]
         return self._no_rank_missing(case, k, timeouts, timed_out, world, progress, trace)
 
@@ -444,8 +453,9 @@ def _failed_on_transport_first(case: Case, k, timed_out: set[int]) -> set[int]:
 
 def _reset_at_peers_timeout(case: Case, k, timed_out: set[int]) -> set[int]:
     """Ranks whose own error is gloo's 'Connection reset by peer' (signals.toml timeout.all_ranks
-    reset_by_peer) no earlier than a second before the first timed-out rank failed, by torchrun's
-    failure entries: the timed-out peer closed its pairs with this rank's data unread (an RST, not a
+    reset_by_peer) no earlier than a second before the first timed-out rank failed and no later than
+    the agents' polling after it (threshold.reset_before_peer_exit_s, reset_after_peer_exit_s), by
+    torchrun's failure entries: the timed-out peer closed its pairs with this rank's data unread (an RST, not a
     FIN), so this rank was sending in the collective when the peer gave up -- it waited there too."""
     if not timed_out:
         return set()
@@ -455,9 +465,12 @@ def _reset_at_peers_timeout(case: Case, k, timed_out: set[int]) -> set[int]:
         return set()
     first_timeout_exit = min(timed_exits)
     reset = re.compile(SIGN.timeout_all_ranks.params["reset_by_peer"])
+    # within the records' resolution before, and the agents' polling after (audit 10 L5: a reset
+    # long after is another write -- a straggler's, arriving late -- not the collective's)
+    before, after = LIMIT.reset_before_peer_exit_s, LIMIT.reset_after_peer_exit_s
     return {e.rank for e in _network_signs(case, k) if e.rank is not None and e.rank not in timed_out
             and e.rank in exits and reset.search(e.text or "")
-            and (first_timeout_exit - exits[e.rank]).total_seconds() < 1}
+            and -after <= (first_timeout_exit - exits[e.rank]).total_seconds() < before}
 
 
 def _exits(case: Case) -> dict[int, object]:

@@ -7,8 +7,9 @@ from collections import defaultdict
 from postmortem.classify.index import kinds_in
 from postmortem.classify.rules.base import Rule, _repeat, events_of, finding, sign_finding
 from postmortem.classify.rules.catalog import _readings
+from postmortem.classify.rules.config import TIMEOUT_KINDS
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN
-from postmortem.model import Event
+from postmortem.model import Event, Severity
 
 _PATTERN_KINDS_PREFIX = "msg."  # the kinds message patterns emit: msg.<id> (knowledge/messages.toml)
 _NONFATAL = re.compile(r"\bNon-?fatal\b", re.I)
@@ -39,10 +40,45 @@ class KnownMessages(Rule):
             w = min(_repeat(m.weight, len(events)), m.weight_cap)
             # What the line itself said (the headline adds the cause's title; never the pattern id).
             summary = " ".join(events[0].text.split())[:200] + (f" (×{len(events)})" if len(events) > 1 else "")
+            strength = m.strength
+            if strength == "strong" and _far_end_silent(case, k, m.id, events):
+                strength, w = "weak", min(w, _readings()["strength"]["subsystem"]["weight"])
+                summary += ("; no other process of the job reports its own side of the failure: a peer host that "
+                            "died (power loss, panic, hard lockup) leaves this same error -- collect its kernel log and BMC event log")
+                trace.append(f"{self.id}: {m.id}: weak: the far end's kernel stopped answering, and nothing shows the far end "
+                             "alive after it (its own socket error or timeout): a dead peer host prints the same (audit 10 H1)")
             trace.append(f"{self.id}: {m.id} x{len(events)} -> {m.cause} ({w:.2f}), first at {events[0].ref.describe()}")
             out.append(finding(k, m.cause, w, self.id, summary, events, m.role, discriminator=m.id,
-                               strength=m.strength, signal=f"{_PATTERN_KINDS_PREFIX}{m.id}"))
+                               strength=strength, signal=f"{_PATTERN_KINDS_PREFIX}{m.id}"))
         return out
+
+def _far_end_silent(case, k, pid: str, events: list[Event]) -> bool:
+    """Every line is an errno that the path stopping and the peer host dying both produce
+    (catalogs/readings.toml [far_end_silent]), and no other process of the job reports its own
+    side of the failure: a transport error or timeout of a process other than the one that
+    printed the line, naming no peer that line names (a co-survivor naming the same dead peer
+    is no sign of it alive)."""
+    spec = _readings()["far_end_silent"]
+    if pid not in spec["messages"] or not all(e.data.get("error") in spec["errors"] for e in events):
+        return False
+    comms = {f"{_PATTERN_KINDS_PREFIX}{m.id}" for m in k.messages if k.causes.get(m.cause) is not None
+             and k.causes[m.cause].category == "comms"} | set(TIMEOUT_KINDS)
+    reports = [r for r in events_of(case, comms) if r.severity in _FAILED]
+    return not any(_other_side(r, e) for e in events for r in reports)
+
+
+_FAILED = (Severity.ERROR, Severity.FATAL)
+
+
+def _other_side(report: Event, e: Event) -> bool:
+    """`report` is another process's (another rank; without ranks, another file) and does not
+    name the peer `e` lost."""
+    if report.rank is not None and e.rank is not None:
+        other = report.rank != e.rank
+    else:
+        other = report.ref.path != e.ref.path
+    return other and (report.data.get("peer") or None) != e.data.get("peer")
+
 
 class XidCatalog(Rule):
     """NVRM Xid lines, read through the Xid catalog (knowledge/xid.toml).

@@ -18,7 +18,7 @@ import re
 
 from postmortem import stacks as stacklib
 from postmortem.classify.rules.base import Rule, died_of, events_of, sign_finding
-from postmortem.knowledge.registry import KIND, SIGN
+from postmortem.knowledge.registry import KIND, LIMIT, SIGN, registry
 from postmortem.model import Event
 
 # ncclResult_t 3 as NCCL (nccl.h.in ncclGetErrorString), c10d and nccl-tests print it.
@@ -26,8 +26,10 @@ _INTERNAL = re.compile(r"\bncclInternalError\b|^internal error\b|'internal error
 # cudaErrorInvalidValue's text (cudaGetErrorString(1)) in NCCL's own CUDACHECK WARN
 # ("Cuda failure 'invalid argument'", src/include/checks.h; "Cuda failure 1 'invalid argument'" from 2.19).
 _CUDA_INVALID_VALUE = re.compile(r"Cuda failure (?:\d+ )?'invalid argument'")
-_NCCL_LIB = re.compile(r"libnccl")
-_NCCL_FUNCTION = re.compile(r"_*p?nccl[A-Z]")
+# libnccl, not the network plugin libnccl-net*.so (aws-ofi-nccl, nccl-rdma-sharp-plugins): the
+# interconnect's plugin crashing is not NCCL's own failure (audit 10 L8)
+_NCCL_LIB = re.compile(r"libnccl(?!-net)")
+_NCCL_FUNCTION = re.compile(r"(?<!_)_*p?nccl[A-Z]")  # (?<!_): one try per run of underscores (linear)
 # Frames a crash report prints before the faulting one: the C library, the signal trampoline,
 # UCX's handler (libucs ucs_handle_error), raise/abort on a SIGABRT.
 _HANDLER_MODULE = re.compile(r"libc[.-]|libpthread|ld-linux|linux-vdso|libucs|libgcc_s")
@@ -37,7 +39,10 @@ _LAST_ERROR = re.compile(r"Last error:\s*\n\s*(.{4,400})")
 _WARN_FILE = re.compile(r"\s([\w/]+\.(?:cc|h|cu|cpp)):\d+ (?:\(\w+\) )?NCCL WARN")
 # strerror() texts NCCL's WARNs quote after "error:" / "errno": a system call failed.
 _ERRNO_TEXT = re.compile(r"No space left|No such file|Permission denied|Connection (?:refused|reset|timed out)|"
-                         r"Cannot allocate memory|Resource temporarily unavailable|Network is unreachable|No route to host")
+                         r"Cannot allocate memory|Resource temporarily unavailable|Network is unreachable|No route to host|"
+                         # src/misc/utils.cc ncclMemoryStack::allocateSpilled, then abort(): host memory
+                         # exhausted or a ulimit -v / cgroup limit (v2.21.5-1 :272, v2.27.3-1 :270; audit 10 L8)
+                         r"malloc\(size=\d+\) returned null")
 
 
 @functools.lru_cache(maxsize=None)
@@ -48,14 +53,27 @@ def _readings() -> dict:
 
 
 def job_versions(case) -> dict[str, list[Event]]:
-    """The NCCL versions the bundle says the job ran: NCCL's banner, c10d's error text, and the
-    package or library the bundle lists (collect_env, pip, vLLM's pynccl, libnccl.so.X.Y.Z)."""
+    """The NCCL versions the bundle says the job ran: NCCL's banner, c10d's error text, vLLM's
+    log of the library it loaded.  Never a package listing (collect_env, pip list): it says what
+    was installed when it was taken, often after the failure (audit 10 L9)."""
     out: dict[str, list[Event]] = {}
-    for e in events_of(case, (KIND.nccl_version, KIND.msg_nccl_error_in, KIND.msg_nccl_package_version)):
+    for e in events_of(case, (KIND.nccl_version, KIND.msg_nccl_error_in, KIND.msg_nccl_loaded_version)):
         m = _VERSION.match(str(e.data.get("version") or ""))
         if m:
-            out.setdefault(m.group(1), []).append(e)
+            out.setdefault(_decoded(m.group(1)), []).append(e)
     return out
+
+
+def _decoded(version: str) -> str:
+    """PyTorch <= 1.9's c10d printed NCCL_VERSION_CODE as code/1000 . (code%1000)/100 . code%100;
+    since NCCL 2.9 the code is major*10000 + minor*100 + patch, so 2.11.4 printed as '21.1.4'
+    (NVIDIA/nccl#577) and 2.9.9 as '20.9.9' (#520): a first field of 20 or more is that code
+    (audit 10 L4)."""
+    a, b, c = (int(x) for x in version.split("."))
+    if a < 20:
+        return version
+    code = a * 1000 + b * 100 + c
+    return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
 
 
 def own_failure_lines(case) -> tuple[list[Event], list[str], str]:
@@ -87,11 +105,13 @@ def own_failure_lines(case) -> tuple[list[Event], list[str], str]:
             texts.append(whole)
     kind = "internal" if internal else "cuda_invalid_value" if invalid else ""
     events = internal + invalid
-    if events and (_reported_environment(case, texts) or _misreported(case, kind, texts)):
+    if events and (_reported_environment(case, texts) or _unlocated(case, kind, texts)):
         return [], [], ""
     if not events:
         crashed = stacklib.crashing(case.stacks, case.events)
-        if crashed is not None and crashed.crashed and _in_libnccl(crashed) and not _died_of_sigbus(case):
+        # the same veto as for a WARN: the WARNs NCCL printed before it died (audit 10 L8)
+        if (crashed is not None and crashed.crashed and _in_libnccl(crashed) and not _died_of_sigbus(case)
+                and not _reported_environment(case, [])):
             frames = [f for f in crashed.frames if _NCCL_LIB.search(f.module or "")]
             return [], [" ".join(filter(None, (f.function, f.file))) for f in frames], "libnccl_crash"
     return events, texts, kind
@@ -101,6 +121,10 @@ def _origins(case, texts: list[str]) -> list[tuple[str, str]]:
     """The lines saying where in NCCL the failure started: its WARNs and the 'Last error' text
     c10d quotes, each with its file ('' when unprinted)."""
     out = [(str(e.data.get("msg") or e.text or ""), str(e.data.get("file") or "")) for e in events_of(case, KIND.nccl_warn)]
+    # NCCL's own words for where it failed, read by a message pattern of the same failure
+    # (signals.toml [failure."nccl.own_failure"]: 'Failed to find reverse path ...' after 'Last error:')
+    same = tuple(s for s, f in registry().failures.items() if f == SIGN.nccl_own_failure.id and s.startswith("msg."))
+    out += [(e.text or "", "") for e in events_of(case, same)]
     out += [(m.group(1), "") for t in texts for m in [_LAST_ERROR.search(t)] if m]
     return out
 
@@ -124,14 +148,20 @@ def _reported_environment(case, texts: list[str]) -> bool:
     return False
 
 
-def _misreported(case, kind: str, texts: list[str]) -> bool:
-    """An ncclInternalError from a release that reports other failures as internal ones
-    (catalogs/readings.toml nccl_own_failure.internal_error_misreported_in), with no line
-    saying where it started: nothing says the failure was NCCL's own."""
-    if kind != "internal" or _origins(case, texts):
-        return False
-    bad = tuple(_readings()["internal_error_misreported_in"])
-    return any(v == b or v.startswith(b + ".") for v in job_versions(case) for b in bad)
+def _unlocated(case, kind: str, texts: list[str]) -> bool:
+    """Nothing says where the failure began: an ncclInternalError with no WARN and no 'Last
+    error' text, or a Cuda failure 'invalid argument' with no NCCL source file (c10d's 'Last error'
+    drops it).  misc/socket.cc returns ncclInternalError at 12 sites and transport/net_ib.cc at
+    about 20 in every release 2.16-2.20, and NCCL 2.18 reports every network error that way
+    (NVIDIA/nccl#1092); the commonest printer of the invalid-argument text is transport/nvls.cc (a
+    fabric manager: NVIDIA/nccl#976, #1338, #1488, #1705).  Such a line is as likely a failure NCCL
+    reports as its own, in any release (audit 10 M4)."""
+    origins = _origins(case, texts)
+    if kind == "internal":
+        return not origins
+    if kind == "cuda_invalid_value":
+        return not any(file or _WARN_FILE.search(text) for text, file in origins)
+    return False
 
 
 def _file_subsystem(file: str) -> str:
@@ -207,7 +237,10 @@ class NcclFixedInLaterRelease(Rule):
         # A component word alone (IB, socket, topology, proxy ...) is named by fixes in nearly every
         # release up to the newest: matching it says no more than "not the newest NCCL".  Only a
         # fix naming the same variable, function, file or text is a sign.
-        specific = [f for f in fixes if any(not n.startswith("component:") for n in f.named)]
+        # Nor does a file name, or a name fixed in many release series (audit 10 M1): only a name
+        # every fix of which is in one series just after the job's (releases.names_one_bug).
+        window = int(LIMIT.nccl_fix_window_series)
+        specific = [f for f in fixes if any(releases.names_one_bug(n, version, window) for n in f.named)]
         trace.append(f"{self.id}: NCCL {version}; the failure names {', '.join(sorted(named)) or 'nothing'}; "
                      f"later fixes naming the same: {len(specific)} by name, {len(fixes) - len(specific)} by component only")
         if not specific:
