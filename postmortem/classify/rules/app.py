@@ -31,17 +31,23 @@ _CONSOLE_SCRIPT = re.compile(r"/s?bin/[\w-]+$")
 _C_LIBRARIES = r"libc|libpthread|libm|libdl|ld-linux"
 
 
-def _compiled_library_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+def _compiled_library_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     names = "|".join((_C_LIBRARIES, *_param(SIGN.app_native_frames.id, "library_modules")))
+    dirs = _param(SIGN.app_native_frames.id, "library_dirs")
+    # A path below a job folder, or relative to the launcher's working directory, has no root:
+    # the system's folders (^/usr/, ^/lib/ ...) cannot be under it -- <proj>/lib/libmyops.so is
+    # the job's build (audit 9 L3, REAL fixtures/lab/relative_lib_segv.sh); an environment's or a
+    # cache's folder inside it (<proj>/.venv/lib/, <proj>/miniconda3/lib/) still is a library.
     return (re.compile(r"(?:^|/)(?:" + names + r")(?:[.-]|$)"),
-            re.compile("|".join(_param(SIGN.app_native_frames.id, "library_dirs")) or r"(?!)"))
+            re.compile("|".join(dirs) or r"(?!)"),
+            re.compile("|".join(d for d in dirs if not d.startswith("^")) or r"(?!)"))
 
 
 def _param(sign_id: str, key: str) -> tuple[str, ...]:
     return tuple(registry().signals[sign_id].params.get(key, ()))
 
 
-_LIBRARY_MODULE, _LIBRARY_DIR = _compiled_library_patterns()
+_LIBRARY_MODULE, _LIBRARY_DIR, _LIBRARY_DIR_BELOW = _compiled_library_patterns()
 
 
 def _library_module(module: str) -> bool:
@@ -68,10 +74,10 @@ def _own_module(module: str, job_dirs: tuple[str, ...]) -> bool:
     if not module or _LIBRARY_MODULE.search(module) or "/" not in module:
         return False
     if not module.startswith("/"):
-        return not _LIBRARY_DIR.search("/" + module)
+        return not _LIBRARY_DIR_BELOW.search("/" + module)
     home = next((d for d in job_dirs if module.startswith(d)), None)
     # the folders below the job's own: a conda env or a compiler cache kept inside the project
-    return home is not None and not _LIBRARY_DIR.search("/" + module[len(home):])
+    return home is not None and not _LIBRARY_DIR_BELOW.search("/" + module[len(home):])
 
 
 def exception_sign(case: Case, e: Event):

@@ -117,6 +117,32 @@ def _init_failed(text: str, found: list[catalog.Match]) -> list[catalog.Match]:
                           + (f" {status.name}" if status is not None else ""))]
 
 
+def _drop_retried_attempts(case, groups: dict, trace: list[str], rule: str) -> None:
+    """A failed attempt c10d retries (the pytorch catalog's retried_entries: a connect or bind of
+    the store) followed in its own file by the job's progress (a rank's step line, a progress
+    bar) was retried with success: the job got past it, so it is no sign of a later failure."""
+    if not any(key[0].startswith("pt.") for key in groups):
+        return
+    from postmortem.knowledge import catalog  # the catalogs' module only when read (startup)
+
+    attempts = set(catalog._catalog("pytorch")[0].get("retried_entries", ()))
+    if not any(key[0] in attempts for key in groups):
+        return
+    progress: dict[str, int] = {}
+    for e in events_of(case, {KIND.msg_rank_step, KIND.msg_progress_bar}):
+        progress[e.ref.path] = max(progress.get(e.ref.path, -1), e.ref.line or -1)
+    for key in [key for key in groups if key[0] in attempts]:
+        kept = [e for e in groups[key] if (e.ref.line or 0) >= progress.get(e.ref.path, -1)]
+        if len(kept) < len(groups[key]):
+            gone = next(e for e in groups[key] if e not in kept)
+            trace.append(f"{rule}: {key[0]} on {gone.ref.describe()} not counted: a failed attempt c10d retries, "
+                         "and the job got past it (a progress line of the same file follows: the retry succeeded)")
+        if kept:
+            groups[key] = kept
+        else:
+            del groups[key]
+
+
 def _sign_of(m):
     return catalog_signal(m.entry.catalog, m.entry.id, m.cause,
                           m.strength if m.strength in ("specific", "subsystem") else "subsystem", m.entry.why)
@@ -157,6 +183,7 @@ class CatalogReadings(Rule):
                 key = (m.entry.id, m.cause, m.strength)
                 groups[key].append(e)
                 details.setdefault(key, m.detail)
+        _drop_retried_attempts(case, groups, trace, self.id)
         if not groups:
             return []
         readings = _readings()

@@ -272,6 +272,17 @@ def _job_frozen(case, facts, rule: str, trace: list[str]):
         if hit is None:
             trace.append(f"{rule}: the job's group ({', '.join(sorted(named))}) is not frozen; another group's "
                          f"state ({frozen[0].ref.describe()}) is not the job's")
+        # The same group read thawed in another file (a later `cat`, a second collection): the
+        # readings disagree and nothing dates them, so its state at the hang is not known (audit 8
+        # L9, REAL cgroup v2 files: 'frozen 1', then 'frozen 0').  cgroup.freeze 1 beside 'frozen 0'
+        # in one file is a freeze in progress (v1 FREEZING), not a disagreement.
+        thawed = next((f for f in mine if hit is not None and f.value is False and groups[f] == groups[hit]
+                       and f.ref.path != hit.ref.path), None)
+        if thawed is not None:
+            trace.append(f"{rule}: the job's group {groups[hit]} reads frozen ({hit.ref.describe()}) and thawed "
+                         f"({thawed.ref.describe()}): which state held during the hang is not known -- keep one "
+                         "reading taken while the job hung")
+            return None
         return hit
     thawed = [f for f in states if f.value is False]
     if thawed:
