@@ -155,6 +155,8 @@ BLIND_SWEEP_HALVES = (
     ("frozen/sweep-2026-12h", _LAB_AND_GH, 28, 16, 12, 0, "eighth sweep, frozen half, 042df4e"),
     ("validation27", _LAB_AND_GH, 35, 23, 22, 0, "ninth sweep, development half, 700564b"),
     ("frozen/sweep-2026-12i", _LAB_AND_GH, 31, 16, 12, 0, "ninth sweep, frozen half, 700564b"),
+    ("validation28", _LAB_AND_GH + ("lab-d",), 31, 20, 18, 0, "tenth sweep, development half, 0aafd04"),
+    ("frozen/sweep-2026-12j", _LAB_AND_GH + ("lab-d",), 37, 25, 17, 0, "tenth sweep, frozen half, 0aafd04"),
 )
 
 
