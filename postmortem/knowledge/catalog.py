@@ -90,6 +90,12 @@ def _catalog(name: str) -> tuple[dict, tuple[Entry, ...]]:
     return data, tuple(_entry(name, e) for e in data["entries"])
 
 
+def data(name: str) -> dict:
+    """A catalog's whole file as read (cached with its entries): for a table the Entry view does
+    not carry (nccl results, pytorch retried_entries, cuda older_messages)."""
+    return _catalog(name)[0]
+
+
 @functools.lru_cache(maxsize=None)
 def _regex(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)

@@ -57,9 +57,11 @@ _BOILERPLATE = re.compile(r"NCCL error in: \S+|\(run with NCCL_DEBUG=INFO for de
 def _error_strings() -> re.Pattern[str]:
     """ncclGetErrorString's and cudaGetErrorString's texts (catalogs/nccl.json results,
     catalogs/cuda.json): every failure of that result prints them, so they name no bug (audit 10 L1)."""
+    from postmortem.knowledge import catalog  # the catalogs as already read and cached
+
     texts: set[str] = set()
-    for name in ("nccl.json", "cuda.json"):
-        d = json.loads(packaged("postmortem.knowledge", "catalogs", name).read_text(encoding="utf-8"))
+    for name in ("nccl", "cuda"):
+        d = catalog.data(name)
         for e in d.get("results", []) + d.get("entries", []):
             for t in [e.get("message") or ""] + list(e.get("older_messages") or ()):
                 t = t.split(" (run with NCCL_DEBUG")[0].strip()

@@ -125,7 +125,7 @@ def _drop_retried_attempts(case, groups: dict, trace: list[str], rule: str) -> N
         return
     from postmortem.knowledge import catalog  # the catalogs' module only when read (startup)
 
-    attempts = set(catalog._catalog("pytorch")[0].get("retried_entries", ()))
+    attempts = set(catalog.data("pytorch").get("retried_entries", ()))
     if not any(key[0] in attempts for key in groups):
         return
     progress: dict[str, int] = {}

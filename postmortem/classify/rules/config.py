@@ -433,16 +433,14 @@ class CollectiveTimeout(Rule):
         busy = [s for s, w in zip(dumps, waits) if not w]  # not `s not in waiting`: quadratic in ranks
         return busy, waiting
 
+
 def _failed_on_transport_first(case: Case, k, timed_out: set[int]) -> set[int]:
     """Ranks that failed on a transport error of their own (gloo's "Connection closed by peer", an
     NCCL WARN) BEFORE any timed-out rank failed, by torchrun's failure entries (their printed
     times, one second apart at least): they were in the communication when it broke, not busy
     elsewhere, so they are no silent ranks.  A straggler's own "closed by peer" comes after its
     peers timed out and tore their connections down: its failure entry is the later one."""
-    exits: dict[int, object] = {}
-    for e in events_of(case, KIND.launcher_child_failed):
-        if e.rank is not None and e.stamp is not None and e.when and e.when.at:
-            exits[e.rank] = min(exits.get(e.rank, e.when.at), e.when.at)
+    exits = _exits(case)
     timed_exits = [exits[r] for r in timed_out if r in exits]
     if not timed_exits:
         return set()

@@ -52,6 +52,7 @@ class KnownMessages(Rule):
                                strength=strength, signal=f"{_PATTERN_KINDS_PREFIX}{m.id}"))
         return out
 
+
 def _far_end_silent(case, k, pid: str, events: list[Event]) -> bool:
     """Every line is an errno that the path stopping and the peer host dying both produce
     (catalogs/readings.toml [far_end_silent]), and no other process of the job reports its own

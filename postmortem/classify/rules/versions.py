@@ -105,13 +105,15 @@ def own_failure_lines(case) -> tuple[list[Event], list[str], str]:
             texts.append(whole)
     kind = "internal" if internal else "cuda_invalid_value" if invalid else ""
     events = internal + invalid
-    if events and (_reported_environment(case, texts) or _unlocated(case, kind, texts)):
-        return [], [], ""
+    if events:
+        origins = _origins(case, texts)
+        if _reported_environment(origins) or _unlocated(kind, origins):
+            return [], [], ""
     if not events:
         crashed = stacklib.crashing(case.stacks, case.events)
         # the same veto as for a WARN: the WARNs NCCL printed before it died (audit 10 L8)
         if (crashed is not None and crashed.crashed and _in_libnccl(crashed) and not _died_of_sigbus(case)
-                and not _reported_environment(case, [])):
+                and not _reported_environment(_origins(case, []))):
             frames = [f for f in crashed.frames if _NCCL_LIB.search(f.module or "")]
             return [], [" ".join(filter(None, (f.function, f.file))) for f in frames], "libnccl_crash"
     return events, texts, kind
@@ -129,14 +131,14 @@ def _origins(case, texts: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-def _reported_environment(case, texts: list[str]) -> bool:
+def _reported_environment(origins: list[tuple[str, str]]) -> bool:
     """Did NCCL only report a failure of the environment?  A WARN (or the 'Last error') from a
     subsystem that talks to the network, /dev/shm, the fabric (catalogs/readings.toml
     nccl_own_failure), or one quoting an errno text."""
     from postmortem.knowledge import catalog, releases  # only on NCCL failure lines (startup)
 
     envs = set(_readings()["environment_subsystems"])
-    for text, file in _origins(case, texts):
+    for text, file in origins:
         m = catalog.match_nccl(text)
         subsystem = m.entry.subsystem if m else ""
         if not file:
@@ -148,7 +150,7 @@ def _reported_environment(case, texts: list[str]) -> bool:
     return False
 
 
-def _unlocated(case, kind: str, texts: list[str]) -> bool:
+def _unlocated(kind: str, origins: list[tuple[str, str]]) -> bool:
     """Nothing says where the failure began: an ncclInternalError with no WARN and no 'Last
     error' text, or a Cuda failure 'invalid argument' with no NCCL source file (c10d's 'Last error'
     drops it).  misc/socket.cc returns ncclInternalError at 12 sites and transport/net_ib.cc at
@@ -156,7 +158,6 @@ def _unlocated(case, kind: str, texts: list[str]) -> bool:
     (NVIDIA/nccl#1092); the commonest printer of the invalid-argument text is transport/nvls.cc (a
     fabric manager: NVIDIA/nccl#976, #1338, #1488, #1705).  Such a line is as likely a failure NCCL
     reports as its own, in any release (audit 10 M4)."""
-    origins = _origins(case, texts)
     if kind == "internal":
         return not origins
     if kind == "cuda_invalid_value":
@@ -187,7 +188,7 @@ def _died_of_sigbus(case) -> bool:
     return any(died_of(e, "SIGBUS") for e in case.events)
 
 
-def failure_identifiers(case, events: list[Event], texts: list[str]) -> frozenset[str]:
+def failure_identifiers(case, texts: list[str]) -> frozenset[str]:
     """What the failure's lines name: their texts, the 'Last error' NCCL attached, and every
     NCCL WARN of the bundle (its file, and the subsystem the NCCL catalog gives its text)."""
     from postmortem.knowledge import catalog, releases  # only when a failure is NCCL's own (startup)
@@ -232,7 +233,7 @@ class NcclFixedInLaterRelease(Rule):
             trace.append(f"{self.id}: job's NCCL version: {', '.join(sorted(versions)) or 'not in the bundle'}")
             return out
         version, banners = next(iter(versions.items()))
-        named = failure_identifiers(case, events, texts)
+        named = failure_identifiers(case, texts)
         fixes = releases.fixes_after(version, named)
         # A component word alone (IB, socket, topology, proxy ...) is named by fixes in nearly every
         # release up to the newest: matching it says no more than "not the newest NCCL".  Only a
