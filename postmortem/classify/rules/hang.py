@@ -316,9 +316,62 @@ def _fact_number(facts, name: str):
 
 
 def _hang_signs(case: Case) -> list[Event]:
-    """Signs that the job hung: a collective timeout message, or a faulthandler timeout dump."""
-    return [e for e in events_of(case, {*TIMEOUT_KINDS, KIND.py_dump}) if e.kind in TIMEOUT_KINDS
-            or (e.kind == KIND.py_dump and str(e.data.get("reason", "")).startswith("Timeout"))]
+    """Signs that the job hung: a collective timeout message, a faulthandler timeout dump, or
+    -- when neither is there -- a measured stall (the job's progress lines stopped and the job
+    was then stopped from outside while its workers were still alive: _stall)."""
+    signs = [e for e in events_of(case, {*TIMEOUT_KINDS, KIND.py_dump}) if e.kind in TIMEOUT_KINDS
+             or (e.kind == KIND.py_dump and str(e.data.get("reason", "")).startswith("Timeout"))]
+    return signs or _stall(case)
+
+
+def waits(case: Case) -> list[Event]:
+    """What a fault of the job's path would explain: its collective timeouts, else -- a job that
+    hung without one -- the launcher's stop that ended a measured stall (_stall)."""
+    return events_of(case, TIMEOUT_KINDS) or _stall(case)[:1]
+
+
+def waits_text(found: list[Event]) -> str:
+    """'N collective timeout(s) waited on the traffic (first X)' or, for a stall, how it ended."""
+    if found and found[0].kind == KIND.launcher_signal_received:
+        return (f"the job made no progress until it was stopped from outside ({found[0].ref.describe()}): its "
+                "collectives waited on the traffic")
+    return f"{len(found)} collective timeout(s) waited on the traffic (first {found[0].ref.describe()})"
+
+
+def _at(e: Event):
+    return e.when.at if e.when is not None else None
+
+
+def _stall(case: Case) -> list[Event]:
+    """[the launcher's stop, the job's last progress line] when the job hung without a timeout
+    (hang.progress_stalled in signals.toml), else [].
+
+    The torchrun agent prints 'Received N death signal, shutting down workers' only when the
+    agent ITSELF got a signal (torch/distributed/elastic/agent/server/api.py, the SignalException
+    handler of run()): somebody stopped the job from outside (scancel, kill, Ctrl-C) -- it never
+    prints it when a worker failed.  With no worker death recorded before that stop, the workers
+    were alive.  The job's own progress lines (messages.toml rank_step, progress_bar) had come
+    at a cadence; when the last one is followed by a silence of threshold.stall_factor times the
+    longest interval between them before the stop, the live job had made no progress for far
+    longer than any of its steps took: it hung, and a stack dump taken then shows where."""
+    stops = [e for e in events_of(case, (KIND.launcher_signal_received,)) if _at(e) is not None]
+    if not stops:
+        return []
+    stop = min(stops, key=_at)
+    t_stop = _at(stop)
+    died = [e for e in events_of(case, deaths("fatal_signal", "exit", "kernel_kill", "exception"))
+            if _at(e) is not None and _at(e) < t_stop]
+    if died:
+        return []
+    lines = sorted((e for e in events_of(case, (KIND.msg_rank_step, KIND.msg_progress_bar))
+                    if _at(e) is not None and _at(e) <= t_stop), key=_at)
+    if len(lines) < LIMIT.stall_lines_min:
+        return []
+    longest = max((_at(b) - _at(a)).total_seconds() for a, b in zip(lines, lines[1:]))
+    silence = (t_stop - _at(lines[-1])).total_seconds()
+    if silence <= 0 or silence < LIMIT.stall_factor * max(longest, LIMIT.stall_cadence_floor_s):
+        return []
+    return [stop, lines[-1]]
 
 
 def _death(e: Event) -> str:
@@ -379,12 +432,15 @@ class StacksAtTimeout(Rule):
         p2p = self._one_direction(case, hang, params, where, trace)
         if p2p is not None:
             return [p2p(k)]
-        listing = "; ".join(f"rank {r} {p.describe()}" for r, p in sorted(where.items())[:6])
+        listing = "; ".join(f"{_who([r])} {p.describe()}" for r, p in sorted(where.items())[:6])
         trace.append(f"{self.id}: {listing}")
         if not hang:
             trace.append(f"{self.id}: no timeout or hang dump in the bundle: the dumps are a snapshot, they only lean")
         snapshot = ("" if hang else "; no timeout or hang dump says the job hung: take a second dump of every rank "
                     "a minute later (py-spy dump --pid) -- the same frames again make it a hang")
+        stalled = _stall_text(hang)
+        if stalled:
+            trace.append(f"{self.id}: no timeout; {stalled}")
         calls = sorted({p.collective for p in waiting.values()})
         if len(calls) >= 2 and not busy:
             summary = (f"the ranks waited in different collectives when the job hung ({listing}): collectives "
@@ -408,15 +464,37 @@ class StacksAtTimeout(Rule):
                                  + " -- it only leans")
                 running = {r: p for r, p in running.items() if r not in held}
             sign = SIGN.stacks_rank_running_elsewhere if running else SIGN.stacks_rank_elsewhere
+            blocked = {} if running or not hang else \
+                {r: w for r, w in ((r, _own_wait(p)) for r, p in busy.items()) if w}
+            if blocked:
+                sign = SIGN.stacks_rank_blocked_in_own_wait
             if not hang:
                 sign = SIGN.stacks_rank_elsewhere_snapshot
             late = running or busy
-            summary = (f"rank(s) {_ranks(sorted(late))} {'were running' if running else 'were'} outside any "
-                       f"collective while rank(s) {_ranks(sorted(waiting))} waited in {', '.join(calls)}: "
-                       f"{listing}" + snapshot)
-            return [sign_finding(k, sign, self.id, summary, hang[:2], "straggler",
+            if blocked:
+                summary = ("; ".join(f"{_who([r])} was blocked {w}" for r, w in sorted(blocked.items()))
+                           + f", outside any collective, while {_who(sorted(waiting))} waited in {', '.join(calls)}"
+                           f" ({'; '.join(p.ref.describe() for p in waiting.values())})")
+            else:
+                summary = (f"{_who(sorted(late))} {'were running' if running else 'were'} outside any "
+                           f"collective while {_who(sorted(waiting))} waited in {', '.join(calls)}: {listing}")
+            summary += (f"; {stalled}" if stalled else "") + snapshot
+            # a stall's last progress line is named in the summary, not cited: the report takes a cited
+            # line's rank for the failing rank, and that line's rank is whoever logged last
+            cited = hang[:1] if stalled else hang[:2]
+            return [sign_finding(k, sign, self.id, summary, cited, "straggler",
                                  extra_refs=tuple(p.ref for p in list(late.values())[:2] + list(waiting.values())[:2]),
-                                 culprits=tuple(sorted(late)))]
+                                 culprits=tuple(sorted(r for r in late if r >= 0)))]
+        if stalled and len(calls) == 1 and _whole_job(case, where):
+            setup = registry().signals[SIGN.stacks_all_in_one_collective.id].params["setup_calls"]
+            if calls[0] in setup:
+                trace.append(f"{self.id}: every rank waits in {calls[0]} (setting a group up, not moving data): "
+                             "a transport stall or ranks that disagree on the groups alike -- no reading")
+                return []
+            summary = (f"every rank of the job waited in {calls[0]} when it hung ({listing}): no rank was behind "
+                       f"in the job's own code, the collective itself did not complete; {stalled}")
+            return [sign_finding(k, SIGN.stacks_all_in_one_collective, self.id, summary, hang[:1], "stuck",
+                                 extra_refs=tuple(p.ref for p in where.values())[:6])]
         return []
 
 
@@ -510,13 +588,14 @@ def _nccl_in(case: Case) -> bool:
 class _Position:
     """Where one rank's main thread stood: in a collective call (its name), or elsewhere."""
 
-    __slots__ = ("collective", "activity", "frame", "running", "ref", "origin", "frames")
+    __slots__ = ("collective", "activity", "frame", "running", "ref", "origin", "frames", "pid")
 
     def __init__(self, collective: str, activity: str, frame: str, running: bool, ref: Ref, origin: str,
                  frames: tuple = ()) -> None:
         self.collective, self.activity, self.frame, self.running, self.ref, self.origin = (
             collective, activity, frame, running, ref, origin)
         self.frames = frames   # the stack's frames, innermost first
+        self.pid = None        # the dumped process (set by _positions)
 
     def describe(self) -> str:
         if self.collective:
@@ -526,9 +605,16 @@ class _Position:
 
 
 def _positions(case: Case, hang: list[Event], params) -> dict[int, _Position]:
-    """Per rank: the collective its timeout traceback or its dump waits in, else where it was."""
+    """Per rank: the collective its timeout traceback or its dump waits in, else where it was.
+    A dump whose rank the bundle does not say, of a process the launcher names as its worker
+    (torchrun's 'Sending process N closing signal', an exit record), is keyed by -pid: it is
+    one of the job's ranks, which one is not known (_who)."""
     pid_rank = {e.pid: e.rank for e in case.events if e.pid is not None and e.rank is not None}
+    workers = {e.pid for e in events_of(case, (KIND.launcher_sigterm, KIND.launcher_exit)) if e.pid is not None}
     timeout_lines = {(e.ref.path, (e.text or "").strip()) for e in hang}
+    # a dump of a job that hung (a timeout, a timeout dump, a measured stall) shows where it stood
+    at_hang = bool(hang)
+    nccl = _nccl_in(case)
     out: dict[int, _Position] = {}
     for s in case.stacks:
         at_timeout = s.origin == "traceback" and (s.ref.path, s.title.strip()) in timeout_lines
@@ -537,20 +623,90 @@ def _positions(case: Case, hang: list[Event], params) -> dict[int, _Position]:
         rank = stacklib.rank_of(s)
         if rank is None:
             rank = pid_rank.get(s.pid)
+        if rank is None and s.pid is not None and s.pid in workers and s.origin in stacklib.HANG_ORIGINS:
+            rank = -s.pid
         if rank is None:
             continue
-        call = _collective_of(s.frames, params, at_timeout)
+        running = "active" in str((s.data or {}).get("status", ""))
+        # A main thread idle in autograd's backward of a job that hung, with no NCCL: CPU backward
+        # runs on the calling thread (torch/csrc/autograd/engine.cpp: the caller executes the CPU
+        # ready queue), so idle there is a wait -- DDP's reducer waiting for its bucket all-reduces
+        # (reducer.cpp finalize_backward).  Under NCCL the caller also idles while device threads
+        # compute, so it cannot tell.
+        idle_backward = at_hang and s.origin == "py-spy" and not running and not nccl \
+            and "idle" in str((s.data or {}).get("status", ""))
+        call = _collective_of(s.frames, params, at_timeout or idle_backward)
         if call is None or (at_timeout and not call):
             continue  # cannot tell (backward without its native frames; a timeout raised elsewhere)
-        running = "active" in str((s.data or {}).get("status", ""))
         first = next((f for f in s.frames if f.language == "python" and f.function), None)
         frame = f"{first.function} ({(first.file or '?').rsplit('/', 1)[-1]}:{first.line})" if first else "?"
         pos = _Position(call, "" if call else activity(tuple(f.function or "" for f in s.frames)), frame,
                         running, s.ref, s.origin, tuple(s.frames))
+        pos.pid = s.pid
         # a rank's decided wait (a timeout traceback, a native frame) outranks a plain dump
         if rank not in out or (call and not out[rank].collective):
             out[rank] = pos
     return out
+
+
+def _whole_job(case: Case, where: dict) -> bool:
+    """Do the positions cover every rank of the job?  Every worker the launchers tore down
+    (torchrun 'Sending process N closing signal': the workers alive at the stop) is dumped and
+    nothing else is; without such lines, every rank the job's lines name is dumped."""
+    if len(where) < 2:
+        return False
+    workers = {e.pid for e in events_of(case, (KIND.launcher_sigterm,)) if e.pid is not None}
+    if workers:
+        return {p.pid for p in where.values()} == workers
+    named = {e.rank for e in case.events if e.rank is not None}
+    return bool(named) and named <= set(where)
+
+
+def _stall_text(hang: list[Event]) -> str:
+    """How a measured stall reads (hang = [the launcher's stop, the last progress line]), or ""."""
+    if len(hang) != 2 or hang[0].kind != KIND.launcher_signal_received:
+        return ""
+    stop, last = hang
+    quiet = (_at(stop) - _at(last)).total_seconds()
+    return (f"the job's progress lines stopped at {last.ref.describe()} and nothing moved for {quiet:.0f} s until it "
+            f"was stopped from outside ({stop.ref.describe()}): it hung")
+
+
+def _own_wait(p: "_Position") -> str:
+    """What an idle rank outside any collective waited for, when its innermost Python frames are
+    a blocking wait of the job's own (stacks.rank_blocked_in_own_wait params), else ""."""
+    params = registry().signals[SIGN.stacks_rank_blocked_in_own_wait.id].params
+    if p.running:
+        return ""
+    frames = [f for f in p.frames if f.language == "python" and f.file]
+    while frames and _file_in(frames[0].file, params["plumbing_files"]):
+        frames = frames[1:]
+    if not frames:
+        return ""
+    every = [f for files in params["waits"].values() for f in files] + list(params["plumbing_files"])
+    for what, files in params["waits"].items():
+        if _file_in(frames[0].file, files):
+            caller = next((f for f in frames if not _file_in(f.file, every)), None)
+            return (f"in {frames[0].function} ({frames[0].file.rsplit('/', 1)[-1]}:{frames[0].line}): {what}"
+                    + (f", called from {caller.function} ({caller.file.rsplit('/', 1)[-1]}:{caller.line})"
+                       if caller else ""))
+    return ""
+
+
+def _file_in(path: str, files) -> bool:
+    """A frame's file is one of `files` ('subprocess.py', 'http/client.py'), or inside one of
+    the packages among them ('urllib3/')."""
+    path = "/" + (path or "").replace("\\", "/")
+    return any(("/" + f) in path if f.endswith("/") else path.endswith("/" + f) for f in files)
+
+
+def _who(keys) -> str:
+    """'rank(s) 0-2' for ranks, 'pid 123' for a worker whose rank is not known (key -pid)."""
+    ranks = [k for k in keys if k >= 0]
+    pids = sorted(-k for k in keys if k < 0)
+    parts = ([f"rank{'s' if len(ranks) > 1 else ''} {_ranks(ranks)}"] if ranks else []) + \
+        [f"pid {', '.join(str(p) for p in pids)} (rank not in the bundle)"] * bool(pids)
+    return " and ".join(parts) or "?"
 
 
 def _collective_of(frames, params, at_timeout: bool) -> str | None:

@@ -12,6 +12,7 @@ import re
 from postmortem.classify.rules.base import Rule, events_of, sign_finding
 from postmortem.classify.rules.comms import host_only_interface
 from postmortem.classify.rules.config import TIMEOUT_KINDS
+from postmortem.classify.rules.hang import waits, waits_text
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, produced_by
 from postmortem.model import Case, Fact
 from postmortem.parsers.iproute import FACT, FDB_FACT
@@ -177,7 +178,7 @@ class TcpConnectionLosses(Rule):
     id = "tcp-connection-losses"
 
     def findings(self, case, k, trace):
-        timeouts = events_of(case, TIMEOUT_KINDS)
+        timeouts = waits(case)   # collective timeouts, or the stop that ended a measured stall
         if not timeouts:
             return []
         losing = [f for f in case.facts if f.name == TCP_FACT and isinstance(f.value, dict) and _losing(f.value)]
@@ -198,8 +199,7 @@ class TcpConnectionLosses(Rule):
                 + (f", {info['retrans']} retransmitted and unacknowledged" if info.get("retrans") else "")
                 + (f", RTO backoff {info['backoff']}" if info.get("backoff") else "")
                 + f" with {f.value['send_q']} bytes queued ({f.ref.describe()})")
-        summary = (what + f"; {len(timeouts)} collective timeout(s) waited on the traffic (first {timeouts[0].ref.describe()}):"
-                   " the path between the nodes was losing packets")
+        summary = what + f"; {waits_text(timeouts)}: the path between the nodes was losing packets"
         trace.append(f"{self.id}: {what}; {len(losing)} such connection(s)")
         return [sign_finding(k, SIGN.net_tcp_segments_lost, self.id, summary, timeouts[:2], "tcp-loss",
                              extra_refs=tuple(x.ref for x in losing[:2]))]
@@ -293,15 +293,14 @@ class PathDiscards(Rule):
     id = "path-discards"
 
     def findings(self, case, k, trace):
-        timeouts = events_of(case, TIMEOUT_KINDS)
+        timeouts = waits(case)   # collective timeouts, or the stop that ended a measured stall
         if not timeouts:
             return []
         bad = self._ports(case, trace) + self._qdiscs(case, trace)
         if not bad:
             return []
         f, what, why = bad[0]
-        summary = (f"{what} ({f.ref.describe()}): {why}; {len(timeouts)} collective timeout(s) waited on that "
-                   f"traffic (first {timeouts[0].ref.describe()}): the path silently discarded it")
+        summary = f"{what} ({f.ref.describe()}): {why}; {waits_text(timeouts)}: the path silently discarded it"
         trace.append(f"{self.id}: {what}: {why}")
         return [sign_finding(k, SIGN.net_path_discards, self.id, summary, timeouts[:2], "path-discards",
                              extra_refs=tuple(dict.fromkeys(x.ref for x, _, _ in bad[:2])))]

@@ -1,0 +1,133 @@
+"""Hangs without a timeout (round 11, h11-hangs): the job's progress lines stopped, it was stopped
+from outside, and dumps of its workers say which rank held it up and doing what.  The bundles
+are REAL: fixtures/lab/hang_stall/make.sh (torchrun, gloo, torch 2.13 CPU, py-spy) and
+make_blackhole.sh (two network namespaces, an iptables DROP mid-run)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from postmortem.run import analyze
+
+ROOT = Path(__file__).resolve().parents[2] / "fixtures"
+LAB = ROOT / "lab" / "hang_stall" / "output"
+
+
+def _verdict(bundle: Path):
+    return analyze(bundle).verdict
+
+
+def _signs(v) -> set[str]:
+    out = set()
+    for f in ([v.root] if v.root else []) + list(v.alternatives) + list(v.symptoms):
+        out.add(f.signal)
+        out.update(f.signs)
+    return out
+
+
+def _copy(tmp_path: Path, name: str) -> Path:
+    dst = tmp_path / name
+    shutil.copytree(LAB / name, dst)
+    return dst
+
+
+def test_a_rank_deadlocked_on_its_own_childs_pipe_held_the_job():
+    v = _verdict(LAB / "deadlock-1")
+    assert v.cause == "straggler_timeout", v.trace
+    assert v.root.signal == "stacks.rank_blocked_in_own_wait"
+    assert 0.35 <= v.confidence < 0.8
+    # the blocked worker is named by its pid (the bundle does not say its rank), with its frame and caller
+    assert "pid 14285" in v.root.summary and "Popen._try_wait" in v.root.summary
+    assert "train_hang.py:46" in v.root.summary
+    assert v.root.culprit_ranks == ()
+    assert any("stopped from outside" in t for t in v.trace)
+
+
+def test_a_rank_blocked_in_an_http_request_without_timeout_held_the_job():
+    v = _verdict(LAB / "http-1")
+    assert v.cause == "straggler_timeout", v.trace
+    assert v.root.signal == "stacks.rank_blocked_in_own_wait"
+    assert "SocketIO.readinto" in v.root.summary and "network reply" in v.root.summary
+
+
+def test_a_rank_in_a_plain_frame_of_its_own_only_leans():
+    # socket.recv() and a time.sleep() polling loop are C calls py-spy does not show: the rank's
+    # innermost frame is the job's own line, which says nothing of what it waited for
+    for name in ("socket-1", "poll-1"):
+        v = _verdict(LAB / name)
+        assert v.cause == "unknown", (name, v.trace)
+        assert "stacks.rank_elsewhere" in _signs(v), (name, v.trace)
+        assert "stacks.rank_blocked_in_own_wait" not in _signs(v)
+
+
+def test_a_healthy_job_stopped_while_it_ran_is_no_hang():
+    # dumped and stopped ~1 s after a progress line (lines every ~0.3 s): no stall, no reading
+    v = _verdict(LAB / "healthy-1")
+    assert v.cause == "unknown"
+    assert not {s for s in _signs(v) if s.startswith("stacks.")}, v.trace
+
+
+def test_without_the_stop_from_outside_the_dumps_are_a_snapshot(tmp_path):
+    # the same deadlock with torchrun's 'Received 15 death signal' line removed: nothing says the
+    # job was alive and stopped from outside, so the dumps only lean (a second dump decides)
+    b = _copy(tmp_path, "deadlock-1")
+    log = b / "torchrun.log"
+    log.write_text("".join(line for line in log.read_text().splitlines(True) if "death signal" not in line))
+    v = _verdict(b)
+    assert v.cause == "unknown", v.trace
+    assert "stacks.rank_blocked_in_own_wait" not in _signs(v)
+
+
+def test_a_worker_death_before_the_stop_is_no_stall(tmp_path):
+    # a worker's SIGKILL record before the stop (the real line of fixtures/bundles/lab-torchrun-oom-cgroup
+    # train.log, a day earlier, spliced in): the job did not hang alive, a rank died -- the death is the story
+    b = _copy(tmp_path, "deadlock-1")
+    kill = next(line for line in (ROOT / "bundles" / "lab-torchrun-oom-cgroup" / "bundle" / "train.log")
+                .read_text().splitlines(True) if "failed (exitcode: -9)" in line)
+    log = b / "torchrun.log"
+    lines = log.read_text().splitlines(True)
+    at = next(i for i, line in enumerate(lines) if "death signal" in line)
+    log.write_text("".join(lines[:at] + [kill] + lines[at:]))
+    from postmortem.classify.rules import hang
+
+    case = analyze(b).case
+    assert hang._stall(case) == []
+    assert hang._stall(analyze(LAB / "deadlock-1").case) != []
+
+
+def test_backward_is_a_wait_only_without_nccl(tmp_path):
+    # under NCCL a main thread idles in backward while device threads compute: not read as the
+    # gradient all-reduce, so no rank is seen waiting and nothing is claimed.  The NCCL line is a
+    # real one (fixtures/validation22 lab4 bundles print it under NCCL_DEBUG=INFO).
+    b = _copy(tmp_path, "deadlock-1")
+    (b / "nccl.log").write_text("vm:14286:14286 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n")
+    v = _verdict(b)
+    assert "stacks.rank_blocked_in_own_wait" not in _signs(v), v.trace
+
+
+def test_group_setup_waits_are_no_transport_reading():
+    # all four ranks in new_group after the ranks disagreed on the groups (a desync over a healthy
+    # network): every rank in one call, but a set-up call -- not read as a stuck collective
+    case = ROOT / "validation26" / "lab-a" / "lab8-eval-subgroup-created-on-members-only-hang" / "bundle"
+    v = _verdict(case)
+    assert "stacks.all_in_one_collective" not in _signs(v), v.trace
+    assert v.category != "comms"
+
+
+def test_every_rank_in_the_same_collective_at_a_stall_leans_to_the_transport():
+    # make_blackhole.sh: node 1 drops everything from node 0 after step 20; both workers idle in
+    # backward (the gradient all-reduce), every worker the launchers tore down is dumped
+    v = _verdict(LAB / "blackhole-1")
+    assert v.cause == "unknown", v.trace
+    lean = [f for f in v.alternatives if f.signal == "stacks.all_in_one_collective"]
+    assert lean and lean[0].cause == "nccl_timeout", v.trace
+    assert "did not complete" in lean[0].summary
+
+
+def test_the_same_collective_needs_every_worker_dumped(tmp_path):
+    # one node's dump missing: the other node's rank may be anywhere -- no reading
+    b = tmp_path / "blackhole-1"
+    shutil.copytree(LAB / "blackhole-1", b)
+    (b / "node1_pyspy.txt").unlink()
+    v = _verdict(b)
+    assert "stacks.all_in_one_collective" not in _signs(v), v.trace
