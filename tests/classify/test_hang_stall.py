@@ -18,10 +18,15 @@ def _verdict(bundle: Path):
 
 
 def _signs(v) -> set[str]:
+    """The registered signs of the verdict's findings, and those a claim rests on (the resolve line:
+    a second finding of the root's cause is counted there, not listed)."""
     out = set()
     for f in ([v.root] if v.root else []) + list(v.alternatives) + list(v.symptoms):
         out.add(f.signal)
         out.update(f.signs)
+    for t in v.trace:
+        if "independent weak signs:" in t:
+            out.update(x.strip() for x in t.split("independent weak signs:", 1)[1].split(","))
     return out
 
 
@@ -131,3 +136,31 @@ def test_the_same_collective_needs_every_worker_dumped(tmp_path):
     (b / "node1_pyspy.txt").unlink()
     v = _verdict(b)
     assert "stacks.all_in_one_collective" not in _signs(v), v.trace
+
+
+LOOP_GUARD = ROOT / "validation28" / "lab-d" / "lab10-switch-loop-guard-blocks-node1-port-midrun-hang" / "bundle"
+BRIDGE = ROOT / "system" / "bridge_port_disabled"
+
+
+def test_a_bridge_port_disabled_with_carrier_discards_what_the_stalled_job_sent():
+    # the switch's `bridge link` shows swp2 'state disabled' with LOWER_UP (its loop guard stopped it),
+    # beside a job that hung with every rank in the gradient all-reduce: two independent weak signs
+    v = _verdict(LOOP_GUARD)
+    assert v.category == "comms", v.trace
+    assert "net.path_discards" in _signs(v) and "stacks.all_in_one_collective" in _signs(v)
+    assert v.confidence < 0.8
+
+
+def test_a_disabled_port_without_carrier_is_not_a_discarding_port(tmp_path):
+    # the same bundle with the real lines of a port the bridge disabled because its link went down
+    # (fixtures/system/bridge_port_disabled/make.sh): that is the link-down reading's, not this one
+    b = tmp_path / "bundle"
+    shutil.copytree(LOOP_GUARD, b)
+    (b / "switch_bridge_link.txt").write_text((BRIDGE / "disabled-nocarrier.txt").read_text())
+    v = _verdict(b)
+    assert "net.path_discards" not in _signs(v)
+    assert not any(t.startswith("path-discards: switch port swp2") for t in v.trace), v.trace
+    (b / "switch_bridge_link.txt").write_text((BRIDGE / "disabled-carrier.txt").read_text())
+    v = _verdict(b)
+    assert "net.path_discards" in _signs(v)
+    assert any(t.startswith("path-discards: switch port swp2") for t in v.trace), v.trace

@@ -287,8 +287,10 @@ class PathDiscards(Rule):
     br_flood skips the port for unknown unicast) a host reachable only through that port gets
     frames only for MACs the forwarding table holds for it by hand -- so it counts only when the
     bundle's `bridge fdb` shows no learned or static entry on that port (permanent entries are
-    the port's own addresses).  'disabled' (the link is down) is the link-down reading's, not
-    this one.  The timeouts are cited as what it explains, never counted (audit 4 H2)."""
+    the port's own addresses).  'disabled' with the link down is the link-down reading's, not
+    this one; 'disabled' with the link up (LOWER_UP: carrier) is a port the bridge itself
+    stopped -- its BPDU guard (br_stp_bpdu.c br_stp_rcv -> br_stp_disable_port) or an operator
+    (`bridge link set ... state 0`) -- and should_deliver() sends nothing through it.  The timeouts are cited as what it explains, never counted (audit 4 H2)."""
 
     id = "path-discards"
 
@@ -346,6 +348,9 @@ class PathDiscards(Rule):
                                  f"{info.get('master')} forwards on {', '.join(map(str, others[:3]))}: a redundant path")
                     continue
                 bad.append((f, f"STP state {info['port_state']} and no port of bridge {info.get('master')} forwarding"))
+            elif info.get("port_state") == params["disabled_state"] and "LOWER_UP" in (info.get("flags") or ()):
+                bad.append((f, f"STP state {info['port_state']} with its link up (carrier): the bridge stopped the "
+                               "port itself (BPDU guard, or by hand), so it forwards nothing"))
             elif all(options.get(o) == "off" for o in params["no_delivery_options"]):
                 port = str(info.get("name"))
                 entries = [e for e in fdb if e.get("dev") == port]
