@@ -164,3 +164,17 @@ def test_a_disabled_port_without_carrier_is_not_a_discarding_port(tmp_path):
     v = _verdict(b)
     assert "net.path_discards" in _signs(v)
     assert any(t.startswith("path-discards: switch port swp2") for t in v.trace), v.trace
+
+
+def test_a_network_read_beside_a_failing_network_only_leans(tmp_path):
+    # the http-1 hang with the `ss -tin` of make_blackhole.sh beside it (a connection with data in
+    # flight and segments marked lost): the fault that holds the collectives may hold the read too
+    b = _copy(tmp_path, "http-1")
+    shutil.copy(LAB / "blackhole-1" / "node1_ss_tin.txt", b / "ss_tin.txt")
+    v = _verdict(b)
+    assert "stacks.rank_blocked_in_own_wait" not in _signs(v), v.trace
+    assert any("not read as its own wait" in t for t in v.trace)
+    # a child process's wait is no network read: deadlock-1 beside the same lines still claims
+    b = _copy(tmp_path, "deadlock-1")
+    shutil.copy(LAB / "blackhole-1" / "node1_ss_tin.txt", b / "ss_tin.txt")
+    assert _verdict(b).root.signal == "stacks.rank_blocked_in_own_wait"

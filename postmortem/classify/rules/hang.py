@@ -466,6 +466,12 @@ class StacksAtTimeout(Rule):
             sign = SIGN.stacks_rank_running_elsewhere if running else SIGN.stacks_rank_elsewhere
             blocked = {} if running or not hang else \
                 {r: w for r, w in ((r, _own_wait(p)) for r, p in busy.items()) if w}
+            trouble = _network_trouble(case) if any(w.network for w in blocked.values()) else ""
+            if trouble:
+                # a socket read that never returns while the bundle shows the network failing: the
+                # same fault may hold the read and the collective -- the rank only leans
+                trace.append(f"{self.id}: a rank waits for a network reply, and {trouble}: not read as its own wait")
+                blocked = {r: w for r, w in blocked.items() if not w.network}
             if blocked:
                 sign = SIGN.stacks_rank_blocked_in_own_wait
             if not hang:
@@ -672,6 +678,12 @@ def _stall_text(hang: list[Event]) -> str:
             f"was stopped from outside ({stop.ref.describe()}): it hung")
 
 
+class _Wait(str):
+    """How an own wait reads ("in F (file:line): what, called from ..."); `network` when it waits
+    for a network reply."""
+    network = False
+
+
 def _own_wait(p: "_Position") -> str:
     """What an idle rank outside any collective waited for, when its innermost Python frames are
     a blocking wait of the job's own (stacks.rank_blocked_in_own_wait params), else ""."""
@@ -687,10 +699,28 @@ def _own_wait(p: "_Position") -> str:
     for what, files in params["waits"].items():
         if _file_in(frames[0].file, files):
             caller = next((f for f in frames if not _file_in(f.file, every)), None)
-            return (f"in {frames[0].function} ({frames[0].file.rsplit('/', 1)[-1]}:{frames[0].line}): {what}"
-                    + (f", called from {caller.function} ({caller.file.rsplit('/', 1)[-1]}:{caller.line})"
-                       if caller else ""))
+            out = _Wait(f"in {frames[0].function} ({frames[0].file.rsplit('/', 1)[-1]}:{frames[0].line}): {what}"
+                        + (f", called from {caller.function} ({caller.file.rsplit('/', 1)[-1]}:{caller.line})"
+                           if caller else ""))
+            out.network = what in params["network_waits"]
+            return out
     return ""
+
+
+def _network_trouble(case: Case) -> str:
+    """What in the bundle says the network was failing (an interface without link, a TCP
+    connection losing segments, NCCL network warnings), else ""."""
+    from postmortem.classify.rules import interfaces
+
+    for f in case.facts:
+        if f.name == interfaces.FACT and isinstance(f.value, dict) and interfaces._down(f.value) \
+                and not interfaces._host_local(str(f.value.get("name", ""))):
+            return f"interface {f.value.get('name')} had no link ({f.ref.describe()})"
+        if f.name == interfaces.TCP_FACT and isinstance(f.value, dict) and interfaces._losing(f.value):
+            return f"a TCP connection was losing segments ({f.ref.describe()})"
+    warn = next((e for e in events_of(case, (KIND.nccl_network,)) if e.severity in (Severity.WARNING, Severity.ERROR)),
+                None)
+    return f"NCCL warned about the network ({warn.ref.describe()})" if warn is not None else ""
 
 
 def _file_in(path: str, files) -> bool:
