@@ -4,7 +4,7 @@ A 512-rank NCCL_DEBUG=INFO bundle is millions of lines that say the same few thi
 (channel set-up, affinity, plugin banners), one rank after another.  Offering each of
 them to every parser and to the message matcher (parsers/__init__.py) costs microseconds
 a line.  Here a big artifact is read in large newline-aligned blocks; within a block the
-lines are split and counted by C code (str.split, dict, Counter), and each distinct line
+lines are split and counted by C code (readlines, dict, Counter), and each distinct line
 (a leading `[date time] ` stamp stripped for the count) is classified once, by asking the
 real parsers and the message matcher:
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from io import BytesIO
 from collections import Counter
 from typing import Iterable, Iterator
 
@@ -148,7 +149,8 @@ def _capped(lines: list[str], cap: int) -> tuple[list[str], int]:
 
 
 class _Decoded:
-    """The lines of a piece split as bytes, as text: each distinct line decoded once.
+    """The lines of a piece split as bytes (each key a line with its newline), as text: each
+    distinct line decoded once, without its newline.
 
     Decoding a line alone gives what decoding the piece gives for it: a newline byte is
     never part of a UTF-8 sequence, so an invalid sequence is replaced alike either way."""
@@ -156,8 +158,8 @@ class _Decoded:
     __slots__ = ("keys", "text")
 
     def __init__(self, keys: list[bytes], distinct: Iterable[bytes]) -> None:
-        self.keys = keys
-        self.text = {key: key.decode("utf-8", "replace") for key in distinct}
+        self.keys = keys   # each with its newline (_counted)
+        self.text = {key: key[:-1].decode("utf-8", "replace") for key in distinct}
 
     def __getitem__(self, i: int) -> str:
         return self.text[self.keys[i]]
@@ -170,7 +172,8 @@ class _Decoded:
 
 
 def _counted(data: bytes, cap: int) -> tuple[list, Counter, list[str] | _Decoded, int]:
-    """The keys the piece's lines are counted by (the lines, each without a leading stamp),
+    """The keys the piece's lines are counted by (the lines, each without a leading stamp;
+    as bytes with their newline when split as bytes),
     the count of each key in order of first appearance, the lines as split_lines gives
     them, and how many were cut.
 
@@ -180,12 +183,14 @@ def _counted(data: bytes, cap: int) -> tuple[list, Counter, list[str] | _Decoded
     stamped lines are all distinct); no line is cut when none is longer than the cap in
     bytes (never fewer bytes than characters)."""
     if _LEADING_STAMP.match(data) is None and b"\r" not in data and b"\x00" not in data:
-        keys = data.split(b"\n")
-        if keys and keys[-1] == b"":
-            keys.pop()
+        # Each key keeps its newline: BytesIO's readlines finds newlines with memchr, twice as
+        # fast as bytes.split's byte-by-byte loop (issue 17: 12% of the instructions at 512 ranks).
+        keys = BytesIO(data).readlines()
+        if keys and keys[-1][-1:] != b"\n":
+            keys[-1] += b"\n"   # the last line without one: the same key as its copies with one
         counts = Counter(keys)
         if not any(key[:1] == b"[" and _LEADING_STAMP.match(key) is not None for key in counts) \
-                and (not counts or max(map(len, counts)) <= cap):
+                and (not counts or max(map(len, counts)) <= cap + 1):
             return keys, counts, _Decoded(keys, counts), 0
     if _LEADING_STAMP.match(data) is not None or _STAMP_AFTER_NEWLINE.search(data) is not None:
         lines, cut = split_lines(data.decode("utf-8", "replace"), cap)

@@ -174,7 +174,7 @@ def test_a_file_read_whole_by_name_keeps_its_own_classes():
 
 @pytest.mark.parametrize("data", [
     b"a\xff\xfeb\nok\n\xe2\x82\nok\n\xe2\x82\xac\n",         # invalid and cut UTF-8 sequences
-    b"x\ny\r\nx\n", b"x\x00y\nx\n", b"no newline at the end", b"\n\n\n", b"",
+    b"x\ny\r\nx\n", b"x\x00y\nx\n", b"no newline at the end", b"\n\n\n", b"", b"x\ny\nx",
     b"[2024-01-02 03:04:05] a\nb\n[2024-01-02 03:04:06] a\n",  # stamps: counted without them
     b"b\n[2024-01-02 03:04:05] a\n[2024-01-02 03:04:06] a\n",  # the first line without one
     b"[0] x\n[0] x\n",                                        # a bracket that is no stamp
@@ -192,6 +192,22 @@ def test_counted_pieces_are_the_lines_split_lines_gives(data):
     assert all(counts[key] == keys.count(key) for key in counts)
     if b"] a" in data:  # stamped: the two `a` lines are one key
         assert max(counts.values()) == 2
+
+
+def test_counted_keys_keep_their_newline_and_an_unended_last_line_is_its_copies_key():
+    """_counted splits a piece with BytesIO.readlines (memchr, not bytes.split's byte loop): each
+    key is a line with its newline, so a last line that has none must get one, or it would be
+    counted apart from its copies (a routine line's `count` one short, an extra distinct line)."""
+    keys, counts, got, cut = scan._counted(b"x\ny\nx", 64)
+    assert keys == [b"x\n", b"y\n", b"x\n"] and counts == {b"x\n": 2, b"y\n": 1} and cut == 0
+    assert list(got) == ["x", "y", "x"] == scan.split_lines("x\ny\nx", 64)[0]
+    keys, counts, got, _ = scan._counted(b"\n\nz\n", 64)   # empty lines are keys too
+    assert keys == [b"\n", b"\n", b"z\n"] and counts[b"\n"] == 2 and list(got) == ["", "", "z"]
+    # exactly at the cap in characters: not cut (the newline is not counted against the cap)
+    keys, counts, got, cut = scan._counted(b"e" * 64 + b"\n" + b"e" * 64, 64)
+    assert cut == 0 and counts == {b"e" * 64 + b"\n": 2} and list(got) == ["e" * 64] * 2
+    keys, counts, got, cut = scan._counted(b"e" * 65 + b"\n", 64)
+    assert cut == 1 and list(got) == ["e" * 64]
 
 
 def test_message_candidates_per_shape_follow_keywords_with_digits():
