@@ -34,6 +34,7 @@ from postmortem.parsers.nccl_message import (  # noqa: F401 - also this module's
     fast_chain,
     fast_channel,
     fast_ring,
+    is_ring,
     parse_message,
     rc_name,
     result_name,
@@ -293,6 +294,8 @@ class NcclParser(LineParser):
             if channel is not None:
                 self._transport(line, channel, where, dev)
                 return
+            if (where["host"], where["pid"]) in self._rings and is_ring(msg):
+                return  # another channel's ring of a process whose first is kept (_ring): its ranks unread
             ring = fast_ring(msg)
             if ring is not None:
                 self._ring(line, ring, where, dev, msg)

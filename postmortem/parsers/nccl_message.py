@@ -178,6 +178,11 @@ def fast_channel(msg: str) -> dict | None:
                          m["dir"], m["via"].rstrip())
 
 
+def is_ring(msg: str) -> bool:
+    """Whether fast_ring(msg) finds a ring (without reading its ranks: one per rank of the job)."""
+    return _RING.match(msg) is not None
+
+
 def fast_ring(msg: str) -> dict | None:
     m = _RING.match(msg)
     if not m:

@@ -219,6 +219,22 @@ def test_init_start_and_ring_lines_219():
     assert len(rings) == 1 and rings[0].data["ring"] == [0]  # one ring event per process
 
 
+def test_later_ring_lines_of_a_kept_process_are_not_read(monkeypatch):
+    """Only a process's first ring line becomes an event (_ring); the others list every rank
+    of the job (512 numbers a line at 512 ranks, one line per channel) and were parsed only
+    to be dropped.  Same real NCCL 2.19.3 lines as above (3 ring lines of one process): the
+    same single event, and fast_ring reads one line, not three."""
+    read = []
+    real = nccl.fast_ring
+    monkeypatch.setattr(nccl, "fast_ring", lambda msg: read.append(msg) or real(msg))
+    r = parse("corpus/nccl-version-mismatch-01/nccl_instance-8g-96c-2.log")
+    rings = [e for e in kinds(r, "nccl.info") if "ring" in e.data]
+    assert len(rings) == 1 and rings[0].data["ring"] == [0] and rings[0].data["channel"] == 0
+    assert read == ["Channel 00/32 :    0"]
+    # a line that only looks like a ring after the first is still read by the general path
+    assert nccl_message.is_ring("Channel 01/32 :    0   1") and not nccl_message.is_ring("Channel 01/32 : 0 [x]")
+
+
 def test_init_complete_api_prefixed_221():
     r = parse("tpgds_init_complete.txt")
     inits = kinds(r, "nccl.init")
