@@ -488,6 +488,13 @@ def coverage_table() -> str:
     return "\n".join(lines)
 
 
+def argument_error_classes() -> frozenset[str]:
+    """CPython's standard-library exception classes that are built-in argument errors by
+    inheritance (ValueError, TypeError, LookupError, AttributeError, ArithmeticError; never an
+    OSError or RuntimeError), by the name a traceback prints (tools/catalogs/gen_python_exceptions.py)."""
+    return frozenset(_read("python_exceptions.json")["classes"])
+
+
 def catalogs() -> dict[str, dict]:
     """Each catalog's header (upstream, version, generator) without its entries."""
     return {name: {k: v for k, v in _catalog(name)[0].items() if k not in ("entries", "results", "file_rules")}

@@ -7,6 +7,7 @@ The other ranks' timeouts and connection errors after it are its fallout (causes
 app_error `explains`)."""
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 
@@ -184,7 +185,7 @@ class AppError(Rule):
             if etype in fallout_types and not (etype in own_write_types and _raised_in_own_code(case, e)
                                                and _writes_own_output(e)):
                 continue
-            if fallout_text.search(e.text):
+            if fallout_text.search(e.text) or _raised_by_distributed_layer(case, e):
                 continue
             from postmortem.knowledge import catalog  # here, not at the top: startup time (issue 17)
 
@@ -407,6 +408,19 @@ def _raised_in_own_code(case: Case, e: Event) -> bool:
     return bool(stack and stack.frames and _own_frame(stack.frames[0]))
 
 
+def _raised_by_distributed_layer(case: Case, e: Event) -> bool:
+    """The exception was raised inside torch.distributed's launcher, rendezvous or c10d code (or
+    the socket and connection modules under them) and its traceback holds no frame of the job's
+    own: torchrun's or the elastic agent's own run failed on what it was given to connect to
+    (a rendezvous endpoint it cannot parse, a store it cannot reach) -- the launch environment,
+    not the job's code (signals.toml app.exception environment_raise_sites)."""
+    stack = _traceback_of(case, e)
+    if stack is None or not stack.frames or any(_own_frame(f) for f in stack.frames):
+        return False
+    site = (stack.frames[0].file or "").replace("\\", "/")
+    return any(re.search(p, site) for p in _param(SIGN.app_exception.id, "environment_raise_sites"))
+
+
 def _in_dataset_fetch(stack: Stack) -> bool:
     """The traceback passes through the DataLoader's fetch (signals.toml app.exception_in_dataset):
     the job's Dataset or collate function raised it."""
@@ -416,10 +430,23 @@ def _in_dataset_fetch(stack: Stack) -> bool:
 
 
 def _argument_error(e: Event) -> bool:
-    """A built-in argument error (signals.toml app.exception_argument_error): the library the
-    job called refused what the job handed it."""
-    etype = str(e.data.get("type") or "").rsplit(".", 1)[-1]
-    return etype in _param(SIGN.app_exception_argument_error.id, "argument_error_types") and not _os_error(e)
+    """A built-in argument error (signals.toml app.exception_argument_error), or a standard
+    library class that is one by inheritance under the name the traceback prints for it
+    (catalogs/python_exceptions.json: json.decoder.JSONDecodeError, UnicodeDecodeError,
+    ZeroDivisionError ...): the library the job called refused what the job handed it."""
+    printed = str(e.data.get("type") or "")
+    etype = printed.rsplit(".", 1)[-1]
+    return ((etype in _param(SIGN.app_exception_argument_error.id, "argument_error_types")
+             or printed in _argument_error_subclasses()) and not _os_error(e))
+
+
+@functools.cache
+def _argument_error_subclasses() -> frozenset[str]:
+    """The standard library's argument-error classes by printed name (read once, when an exception
+    is first examined: startup time, issue 17)."""
+    from postmortem.knowledge import catalog  # here, not at the top: startup time (issue 17)
+
+    return catalog.argument_error_classes()
 
 
 _ERRNO = re.compile(r"\[Errno (\d{1,4})\]")

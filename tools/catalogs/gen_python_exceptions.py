@@ -1,0 +1,93 @@
+"""Generate postmortem/knowledge/catalogs/python_exceptions.json: every exception class of
+CPython's standard library that is a built-in argument error by inheritance, under the name
+a traceback prints for it.
+
+Why: CPython's traceback (Lib/traceback.py TracebackException: `stype = self.exc_type.__qualname__`,
+prefixed by `__module__` unless it is "builtins" or "__main__") prints a subclass under its own
+name -- `json.decoder.JSONDecodeError`, `UnicodeDecodeError`, `statistics.StatisticsError` --
+never its base.  A rule that knows only the base names (ValueError, TypeError ...) misses them.
+Which base a class has is the interpreter's own fact (its __mro__), read here, not guessed.
+
+Kept: subclasses of ValueError, TypeError, LookupError, AttributeError and ArithmeticError
+(CPython Doc/library/exceptions.rst: the operation or function received an argument or
+operand of the wrong type or value, a key or index its mapping or sequence lacks, a division
+by zero, a result too large to represent).  Dropped: any class that is also an OSError
+(io.UnsupportedOperation is both an OSError and a ValueError: the file's state) or a
+RuntimeError, or a Warning.
+
+Re-run with the interpreter whose library is to be read (the version is recorded):
+    python3.11 tools/catalogs/gen_python_exceptions.py > postmortem/knowledge/catalogs/python_exceptions.json
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import platform
+import sys
+import warnings
+
+BASES = (ValueError, TypeError, LookupError, AttributeError, ArithmeticError)
+NOT = (OSError, RuntimeError, Warning)
+# Modules importing which opens a window, a browser or prints (or which only exist on another OS)
+SKIP = {"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "lib2to3", "pydoc_data",
+        "msvcrt", "winreg", "winsound", "_winapi", "nt", "ensurepip", "venv", "__main__"}
+
+
+def printed_name(cls: type) -> str:
+    """The name traceback.format_exception_only prints for an exception of this class."""
+    module = cls.__module__
+    return cls.__qualname__ if module in ("builtins", "__main__", None) else f"{module}.{cls.__qualname__}"
+
+
+def base_of(cls: type) -> str:
+    return next(b.__name__ for b in BASES if issubclass(cls, b))
+
+
+def classes() -> dict[str, str]:
+    found: dict[str, str] = {}
+    names = sorted(n for n in sys.stdlib_module_names if n not in SKIP and not n.startswith("_"))
+    modules = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in ["builtins", *names]:
+            try:
+                modules.append(importlib.import_module(name))
+            except Exception:   # noqa: BLE001 -- a module this platform lacks (e.g. a Windows-only one)
+                continue
+    seen: set[type] = set()
+    for module in modules:
+        for _, obj in inspect.getmembers(module, inspect.isclass):
+            todo = [obj]
+            while todo:   # the classes a module defines and their subclasses elsewhere in the library
+                cls = todo.pop()
+                if cls in seen or not issubclass(cls, BaseException):
+                    continue
+                seen.add(cls)
+                todo.extend(cls.__subclasses__())
+                if issubclass(cls, BASES) and not issubclass(cls, NOT) and cls not in BASES:
+                    name = printed_name(cls)
+                    top = name.split(".")[0]
+                    if "." in name and (top.startswith("_") or top not in sys.stdlib_module_names):
+                        continue   # a third-party package's class (pip's, setuptools' vendored ones)
+                    if "<locals>" in name:
+                        continue
+                    found[name] = base_of(cls)
+    return dict(sorted(found.items()))
+
+
+def main() -> None:
+    json.dump({
+        "catalog": "python_exceptions",
+        "upstream": "CPython standard library (the running interpreter's classes and their __mro__)",
+        "version": platform.python_version(),
+        "generator": "tools/catalogs/gen_python_exceptions.py",
+        "bases": [b.__name__ for b in BASES],
+        "excluded_bases": [b.__name__ for b in NOT],
+        "classes": classes(),
+    }, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
