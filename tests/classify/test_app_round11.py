@@ -3,7 +3,10 @@ inheritance (catalogs/python_exceptions.json, generated from CPython's own class
 tools/catalogs/gen_python_exceptions.py) reads like its base -- json.decoder.JSONDecodeError,
 UnicodeDecodeError, ZeroDivisionError, statistics.StatisticsError raised in the standard library
 under the job's own frame are the job's side; and an exception torchrun's own rendezvous code
-raised, with no frame of the job's, is no app_error.  REAL consoles: fixtures/lab/rank_raises.sh."""
+raised, with no frame of the job's, is no app_error.  So does an OSError whose errno answers for the
+path the job handed a library (ENOENT, EEXIST ...; not the device's errnos, not a shared-memory
+object) and a ModuleNotFoundError for a module the job asked for.  REAL consoles:
+fixtures/lab/rank_raises.sh."""
 from __future__ import annotations
 
 import json
@@ -22,7 +25,12 @@ OUT = ROOT / "fixtures/lab/output"
 RAISES = [("json", "json.decoder.JSONDecodeError: Expecting ',' delimiter", "read_record"),
           ("unicode", "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9", "read_vocab"),
           ("fraction", "ZeroDivisionError: Fraction(3, 0)", "sampling_ratio"),
-          ("statistics", "statistics.StatisticsError: fmean requires at least one data point", "mean_loss")]
+          ("statistics", "statistics.StatisticsError: fmean requires at least one data point", "mean_loss"),
+          # an OSError whose errno answers for the path the job passed (path_errnos), and a module
+          # the job's configuration names that its environment lacks (missing_name_types)
+          ("ckpt", "FileNotFoundError: [Errno 2] No such file or directory:", "load_checkpoint"),
+          ("rundir", "FileExistsError: [Errno 17] File exists:", "make_run_dir"),
+          ("plugin", "ModuleNotFoundError: No module named 'spanmetrics_fast'", "load_metrics_plugin")]
 
 
 def _console(name: str) -> str:
@@ -93,3 +101,36 @@ def test_the_catalog_is_what_the_generator_prints_for_its_python():
     out = subprocess.run([sys.executable, str(ROOT / "tools/catalogs/gen_python_exceptions.py")],
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out)["classes"] == data["classes"]
+
+
+def _edited(name: str, old: str, new: str) -> str:
+    text = _console(name)
+    assert old in text
+    return text.replace(old, new)
+
+
+def test_a_device_errno_through_the_same_call_stays_the_storages_lean(tmp_path):
+    # Edited at test time: the errno of torch.load's open is EIO (the device failed the read), not
+    # ENOENT: storage.job_io_errno reads it, never the job's path.
+    text = _edited("lab-rank-raises-ckpt", "FileNotFoundError: [Errno 2] No such file or directory:",
+                   "OSError: [Errno 5] Input/output error:")
+    v = _verdict(tmp_path, text)
+    assert v.cause != "app_error"
+    assert any(f.signal == "storage.job_io_errno" for f in (v.root, *v.alternatives) if f is not None)
+
+
+def test_a_shared_memory_object_gone_is_not_the_jobs_path(tmp_path):
+    # Edited at test time: the missing name is a POSIX shared-memory object (multiprocessing's
+    # /psm_*), whose lifetime another process (or logind's RemoveIPC) governs.
+    text = _edited("lab-rank-raises-ckpt", "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/",
+                   "FileNotFoundError: [Errno 2] No such file or directory: '/psm_")
+    v = _verdict(tmp_path, text)
+    assert not (v.root is not None and v.root.signal == "app.exception_argument_error")
+
+
+def test_an_import_error_naming_a_runtime_library_is_no_missing_module(tmp_path):
+    # Edited at test time: ImportError for a shared library the runtime lacks is not the job's name.
+    text = _edited("lab-rank-raises-plugin", "ModuleNotFoundError: No module named 'spanmetrics_fast'",
+                   "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory")
+    v = _verdict(tmp_path, text)
+    assert not (v.root is not None and v.root.signal == "app.exception_argument_error")

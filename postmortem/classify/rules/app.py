@@ -89,7 +89,8 @@ def exception_sign(case: Case, e: Event):
     return (SIGN.app_exception_in_own_code if _raised_in_own_code(case, e)
             else SIGN.storage_remote_service_error if _remote_service_failure(e)
             else SIGN.app_exception_in_dataset if stack and _in_dataset_fetch(stack) and not _os_error(e)
-            else SIGN.app_exception_argument_error if stack and own and _argument_error(e)
+            else SIGN.app_exception_argument_error if stack and own and (
+                _argument_error(e) or _missing_name(e) or (_path_errno(e) and not _in_dataset_fetch(stack)))
             else SIGN.app_exception)
 
 
@@ -438,6 +439,22 @@ def _argument_error(e: Event) -> bool:
     etype = printed.rsplit(".", 1)[-1]
     return ((etype in _param(SIGN.app_exception_argument_error.id, "argument_error_types")
              or printed in _argument_error_subclasses()) and not _os_error(e))
+
+
+def _path_errno(e: Event) -> bool:
+    """An OSError whose errno answers for the path the caller passed, not for the device or the
+    file server under it (signals.toml app.exception_argument_error path_errnos: ENOENT, EEXIST,
+    ENOTDIR, EISDIR, ENAMETOOLONG, ELOOP)."""
+    message = str(e.data.get("message") or e.text or "")
+    return (_errno_of(e) in _param(SIGN.app_exception_argument_error.id, "path_errnos")
+            and not any(p in message for p in _param(SIGN.app_exception_argument_error.id, "path_errno_not_on")))
+
+
+def _missing_name(e: Event) -> bool:
+    """An import of a module the job's environment does not have (signals.toml
+    app.exception_argument_error missing_name_types: ModuleNotFoundError)."""
+    etype = str(e.data.get("type") or "").rsplit(".", 1)[-1]
+    return etype in _param(SIGN.app_exception_argument_error.id, "missing_name_types")
 
 
 @functools.cache
