@@ -42,7 +42,8 @@ def test_a_rank_deadlocked_on_its_own_childs_pipe_held_the_job():
     assert v.root.signal == "stacks.rank_blocked_in_own_wait"
     assert 0.35 <= v.confidence < 0.8
     # the blocked worker is named by its pid (the bundle does not say its rank), with its frame and caller
-    assert "pid 14285" in v.root.summary and "Popen._try_wait" in v.root.summary
+    assert "pid 14285 (local rank 0 by torchrun's teardown order)" in v.root.summary
+    assert "Popen._try_wait" in v.root.summary
     assert "train_hang.py:46" in v.root.summary
     assert v.root.culprit_ranks == ()
     assert any("stopped from outside" in t for t in v.trace)
@@ -178,3 +179,20 @@ def test_a_network_read_beside_a_failing_network_only_leans(tmp_path):
     b = _copy(tmp_path, "deadlock-1")
     shutil.copy(LAB / "blackhole-1" / "node1_ss_tin.txt", b / "ss_tin.txt")
     assert _verdict(b).root.signal == "stacks.rank_blocked_in_own_wait"
+
+
+def test_the_deadlocked_workers_fix_is_the_pipe_not_the_timeout():
+    v = _verdict(LAB / "deadlock-1")
+    assert v.remediation and "communicate()" in v.remediation[0], v.remediation
+
+
+def test_local_ranks_come_from_the_teardown_order_only_at_a_stall(tmp_path):
+    from postmortem.classify.rules import hang
+
+    assert hang._local_ranks(analyze(LAB / "http-1").case) == {18240: 0, 18243: 1}
+    # without the stop from outside (no stall: a worker may have died before the teardown and
+    # shifted the order) the pids stay unnamed
+    b = _copy(tmp_path, "deadlock-1")
+    log = b / "torchrun.log"
+    log.write_text("".join(line for line in log.read_text().splitlines(True) if "death signal" not in line))
+    assert all("local rank" not in f.summary for f in _verdict(b).alternatives)

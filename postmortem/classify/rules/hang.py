@@ -14,6 +14,7 @@ Per process group (postmortem/collectives.py):
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from postmortem import stacks as stacklib
@@ -432,7 +433,8 @@ class StacksAtTimeout(Rule):
         p2p = self._one_direction(case, hang, params, where, trace)
         if p2p is not None:
             return [p2p(k)]
-        listing = "; ".join(f"{_who([r])} {p.describe()}" for r, p in sorted(where.items())[:6])
+        local = _local_ranks(case) if _stall_text(hang) else {}
+        listing = "; ".join(f"{_who([r], local)} {p.describe()}" for r, p in sorted(where.items())[:6])
         trace.append(f"{self.id}: {listing}")
         if not hang:
             trace.append(f"{self.id}: no timeout or hang dump in the bundle: the dumps are a snapshot, they only lean")
@@ -478,19 +480,21 @@ class StacksAtTimeout(Rule):
                 sign = SIGN.stacks_rank_elsewhere_snapshot
             late = running or busy
             if blocked:
-                summary = ("; ".join(f"{_who([r])} was blocked {w}" for r, w in sorted(blocked.items()))
-                           + f", outside any collective, while {_who(sorted(waiting))} waited in {', '.join(calls)}"
+                summary = ("; ".join(f"{_who([r], local)} was blocked {w}" for r, w in sorted(blocked.items()))
+                           + f", outside any collective, while {_who(sorted(waiting), local)} waited in {', '.join(calls)}"
                            f" ({'; '.join(p.ref.describe() for p in waiting.values())})")
             else:
-                summary = (f"{_who(sorted(late))} {'were running' if running else 'were'} outside any "
-                           f"collective while {_who(sorted(waiting))} waited in {', '.join(calls)}: {listing}")
+                summary = (f"{_who(sorted(late), local)} {'were running' if running else 'were'} outside any "
+                           f"collective while {_who(sorted(waiting), local)} waited in {', '.join(calls)}: {listing}")
             summary += (f"; {stalled}" if stalled else "") + snapshot
             # a stall's last progress line is named in the summary, not cited: the report takes a cited
             # line's rank for the failing rank, and that line's rank is whoever logged last
             cited = hang[:1] if stalled else hang[:2]
-            return [sign_finding(k, sign, self.id, summary, cited, "straggler",
+            found = sign_finding(k, sign, self.id, summary, cited, "straggler",
                                  extra_refs=tuple(p.ref for p in list(late.values())[:2] + list(waiting.values())[:2]),
-                                 culprits=tuple(sorted(r for r in late if r >= 0)))]
+                                 culprits=tuple(sorted(r for r in late if r >= 0)))
+            advice = next((w.advice for w in blocked.values() if w.advice), "")
+            return [dataclasses.replace(found, advice=advice) if advice else found]
         if stalled and len(calls) == 1 and _whole_job(case, where):
             setup = registry().signals[SIGN.stacks_all_in_one_collective.id].params["setup_calls"]
             if calls[0] in setup:
@@ -682,6 +686,7 @@ class _Wait(str):
     """How an own wait reads ("in F (file:line): what, called from ..."); `network` when it waits
     for a network reply."""
     network = False
+    advice = ""
 
 
 def _own_wait(p: "_Position") -> str:
@@ -703,6 +708,7 @@ def _own_wait(p: "_Position") -> str:
                         + (f", called from {caller.function} ({caller.file.rsplit('/', 1)[-1]}:{caller.line})"
                            if caller else ""))
             out.network = what in params["network_waits"]
+            out.advice = params["advice"].get(what, "")
             return out
     return ""
 
@@ -730,13 +736,34 @@ def _file_in(path: str, files) -> bool:
     return any(("/" + f) in path if f.endswith("/") else path.endswith("/" + f) for f in files)
 
 
-def _who(keys) -> str:
-    """'rank(s) 0-2' for ranks, 'pid 123' for a worker whose rank is not known (key -pid)."""
+def _who(keys, local: dict[int, int] | None = None) -> str:
+    """'rank(s) 0-2' for ranks, 'pid 123' for a worker whose rank is not known (key -pid), with
+    its local rank when torchrun's teardown order says it (_local_ranks)."""
     ranks = [k for k in keys if k >= 0]
     pids = sorted(-k for k in keys if k < 0)
+    named = [f"pid {p} (local rank {local[p]} by torchrun's teardown order)" if local and p in local
+             else f"pid {p} (rank not in the bundle)" for p in pids]
     parts = ([f"rank{'s' if len(ranks) > 1 else ''} {_ranks(ranks)}"] if ranks else []) + \
-        [f"pid {', '.join(str(p) for p in pids)} (rank not in the bundle)"] * bool(pids)
+        [", ".join(named)] * bool(pids)
     return " and ".join(parts) or "?"
+
+
+def _local_ranks(case: Case) -> dict[int, int]:
+    """pid -> local rank from torchrun's teardown, when every worker was alive at the stop.
+    torch/distributed/elastic/multiprocessing/api.py _close walks subprocess_handlers -- built
+    as {local_rank: handler} for local_rank in range(nprocs) -- and prints 'Sending process N
+    closing signal' for each still running: with no worker dead before the stop (a measured
+    stall, _stall), the i-th such line of one agent is local rank i."""
+    by_agent: dict[object, list[Event]] = {}
+    for e in events_of(case, (KIND.launcher_sigterm,)):
+        if e.pid is not None and e.data.get("launcher") == "torchrun":
+            by_agent.setdefault((e.ref.path, e.data.get("agent_pid")), []).append(e)
+    out: dict[int, int] = {}
+    for lines in by_agent.values():
+        lines.sort(key=lambda e: (e.ref.line or 0))
+        for i, e in enumerate(lines):
+            out.setdefault(e.pid, i)
+    return out
 
 
 def _collective_of(frames, params, at_timeout: bool) -> str | None:
