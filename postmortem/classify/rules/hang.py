@@ -345,7 +345,7 @@ def _at(e: Event):
 
 def _stall(case: Case) -> list[Event]:
     """[the launcher's stop, the job's last progress line] when the job hung without a timeout
-    (hang.progress_stalled in signals.toml), else [].
+    (signals.toml threshold.stall_factor, stall_lines_min, stall_cadence_floor_s), else [].
 
     The torchrun agent prints 'Received N death signal, shutting down workers' only when the
     agent ITSELF got a signal (torch/distributed/elastic/agent/server/api.py, the SignalException
