@@ -17,14 +17,14 @@ from collections import defaultdict
 from itertools import compress
 from operator import attrgetter, methodcaller, not_
 
-from postmortem.classify.counter_evidence import (before_the_job, crashed_peer, death_mismatch, measured_state_against,
-                                                  oom_kill_hit_the_job, unrelated_victims)
+from postmortem.classify.counter_evidence import (before_the_job, crashed_peer, death_mismatch, kernel_log_without_oom_kill,
+                                                  measured_state_against, oom_kill_hit_the_job, unrelated_victims)
 from postmortem.classify import launcher_root
 from postmortem.classify.rules import RULES
 from postmortem.classify.index import events_of
 from postmortem.classify.signature import signature_of
 from postmortem.knowledge import Knowledge
-from postmortem.knowledge.registry import KIND, LIMIT, deaths, registry
+from postmortem.knowledge.registry import COUNTER, KIND, LIMIT, deaths, registry
 from postmortem.model import Basis, Case, Category, ClockKind, Finding, Verdict
 from postmortem.timeline import ZONE_ASSUMED
 
@@ -75,13 +75,14 @@ def classify(case: Case, k: Knowledge) -> Verdict:
 
 def _decide(case: Case, k: Knowledge) -> Verdict:
     trace: list[str] = []
+    whole = case
     case = job_only(case, trace)
     findings = run_rules(case, k, trace)
     by_cause: dict[str, list[Finding]] = defaultdict(list)
     for f in findings:
         if f.cause in k.causes and f.cause != "unknown":
             by_cause[f.cause].append(f)
-    counters = _counters(findings, case, trace)
+    counters = _counters(findings, case, trace, whole)
     scores = _scores(by_cause, counters, trace)
     explained = _explained(scores, k, trace, by_cause, case)
     contenders = {c: v for c, v in scores.items() if c not in explained}
@@ -150,9 +151,13 @@ def _claimable(findings: list[Finding], trace: list[str]) -> bool:
     return False
 
 
-def _counters(findings: list[Finding], case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
-    """cause -> (factor on its support, reasons): every kind of counter-evidence, combined."""
+def _counters(findings: list[Finding], case: Case, trace: list[str], whole: Case | None = None) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """cause -> (factor on its support, reasons): every kind of counter-evidence, combined.
+    `whole`: the case before job_only folded the kernel's history away (read by the counters
+    that need to see how far back a kernel log reaches)."""
     counters = measured_state_against(case, trace)
+    if COUNTER.kernel_log_without_oom_kill.against not in counters:   # one fact (no OOM kill), read once
+        counters.update(kernel_log_without_oom_kill(whole or case, trace))
     for cause, (factor, reasons) in [*before_the_job(findings, case, trace).items(),
                                      *unrelated_victims(findings, case, trace).items(),
                                      *death_mismatch(case, trace).items(),

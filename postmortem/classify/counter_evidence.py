@@ -249,6 +249,34 @@ def crashed_peer(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[s
     return {}
 
 
+def kernel_log_without_oom_kill(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """A job process died of SIGKILL, and the kernel log of its host -- whole since boot and
+    collected after the death -- shows no OOM kill, nor does any memory cgroup count one:
+    the kernel's OOM killer did not send it (signals.toml counter.kernel_log_without_oom_kill).
+    `case` is the whole case, the kernel's history before the job included: that history is
+    what shows the log reaches back to boot."""
+    from postmortem.classify.rules.base import died_of  # rules import this module
+
+    kernel = [e for e in case.events if e.kind in _KERNEL_KINDS]
+    if not kernel or events_of(case, _OOM_KILLS) or any(_num(f) for f in _facts(case, "cgroup.oom_kill")):
+        return {}
+    kernel_files = _kernel_artifacts(case)
+    kills = [e for e in events_of(case, _DEATH_KINDS) if e.ref.path not in kernel_files and died_of(e, "SIGKILL")
+             and e.when is not None and e.when.at is not None]
+    collected = [f for f in _facts(case, "manifest.realtime") if _num(f)]
+    banner = re.compile(SIGN.sigkill_exit.params["boot_banner"])
+    whole = next((e for e in kernel if banner.search(e.text or "")), None)
+    if not kills or not collected or whole is None:
+        return {}
+    hosts = {e.host for e in kernel if e.host} | {e.host for e in kills if e.host}
+    last = max(e.when.at for e in kills)  # type: ignore[union-attr]
+    if len(hosts) > 1 or _num(collected[0]) < last.timestamp():
+        return {}
+    reason = (f"the kernel log, whole since boot ({whole.ref.describe()}) and collected after the SIGKILL "
+              f"({collected[0].ref.describe()}), shows no OOM kill: the kernel's OOM killer did not send it")
+    return _against(COUNTER.kernel_log_without_oom_kill, reason, trace)
+
+
 def _peer_reason(e: Event, what: str, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
     reason = (f"a process of the job died of {what} ({e.ref.describe()}): connection errors on its peers "
               "are the fallout, not the network")

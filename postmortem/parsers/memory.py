@@ -1,6 +1,9 @@
 """Memory and /dev/shm as the system reports them: `df` (any of -h, -k, -B1, -T), `free`
 (-h, -b, -k, ...), /proc/meminfo, and the /dev/shm line of `mount` or /proc/mounts
-(docs/formats.md, system).  Facts: `shm.*`, `mem.*`, `swap.*`.
+(docs/formats.md, system).  Facts: `shm.*`, `mem.*`, `swap.*`.  From the same mount tables (and
+findmnt's) every mount point with its options: `mount.point` (value the mount point, text the
+options) -- a filesystem mounted noexec is one whose files the kernel maps executable nowhere,
+so a shared library on it cannot be loaded.
 
 Sizes: df/free/mount suffixes are powers of 1024; meminfo's `kB` is KiB.
 """
@@ -113,9 +116,12 @@ class MeminfoBlock(Block):
 def mount(parser, line: Line, tree: Tree) -> None:
     tokens = [str(t) for t in tree_tokens(tree)]
     if tree.data == "mount_line":
-        device, _path, fstype, options = tokens
+        device, path, fstype, options = tokens
     else:
-        device, _path, fstype, options, *_ = tokens
+        device, path, fstype, options, *_ = tokens
+    _mount_point(parser, line, path, options)
+    if path != "/dev/shm":
+        return
     parser.sink.fact(line, "shm.mount", options, text=f"{device} {fstype}")
     size = re.search(r"(?:^|,)size=([^,]+)", options)
     if size:
@@ -124,8 +130,36 @@ def mount(parser, line: Line, tree: Tree) -> None:
             parser.sink.fact(line, "shm.size_bytes", value, "B", size.group(1))
 
 
-BLOCKS = (DfBlock, FreeBlock, MeminfoBlock)
+def _mount_point(parser, line: Line, path: str, options: str) -> None:
+    """A mount point and its options (`noexec`, mount(8): 'do not permit direct execution of any
+    binaries on the mounted filesystem', is what the classifier reads)."""
+    parser.sink.fact(line, "mount.point", path, text=options)
+
+
+class FindmntBlock(Block):
+    """findmnt's default columns (TARGET SOURCE FSTYPE OPTIONS), as a list or a tree: each
+    mount point with its options."""
+
+    opener = re.compile(r"^TARGET\s+SOURCE\s+FSTYPE\s+OPTIONS\s*$")
+
+    def __init__(self, parser, header) -> None:
+        super().__init__(parser, header)
+        self.ok = parse("findmnt_header", header.text) is not None
+
+    def feed(self, line: Line) -> bool:
+        tree = parse("findmnt_row", line.text)
+        if tree is None:
+            return False
+        *_, path, _source, _fstype, options = [str(t) for t in tree_tokens(tree)]
+        _mount_point(self.parser, line, path, options)
+        return True
+
+
+BLOCKS = (DfBlock, FreeBlock, MeminfoBlock, FindmntBlock)
 LINE_FORMATS = (
     LineFormat("mount_line", re.compile(r"^\S+ on /dev/shm type \S+ \("), mount),
     LineFormat("proc_mounts_line", re.compile(r"^\S+ /dev/shm \S+ \S+ \d+ \d+\s*$"), mount),
+    # every other mount point (its options; the /dev/shm lines above read more)
+    LineFormat("mount_line", re.compile(r"^\S+ on (?!/dev/shm )/\S* type \S+ \([^()\s]+\)\s*$"), mount),
+    LineFormat("proc_mounts_line", re.compile(r"^\S+ (?!/dev/shm )/\S* \S+ [^()\s]+ \d+ \d+\s*$"), mount),
 )

@@ -71,8 +71,13 @@ def test_mount_line_gives_shm_size(name):
 
 
 def test_mount_table_only_shm_lines_matter():
+    # /dev/shm's line gives the shm facts; every line (round 11) its mount point and options
     _, result = _facts("mount.txt")
-    assert {f.name for f in result.sink.facts} == {"shm.mount", "shm.size_bytes"}
+    assert {f.name for f in result.sink.facts} == {"shm.mount", "shm.size_bytes", "mount.point"}
+    points = [f for f in result.sink.facts if f.name == "mount.point"]
+    shm = [f for f in points if f.value == "/dev/shm"]
+    assert len(shm) == 2 and {f.text for f in shm} == {"rw,relatime,size=24683656k"}   # mounted twice (lines 4, 8)
+    assert len(points) == sum(1 for ln in (FIXTURES / "mount.txt").read_text(encoding="utf-8").splitlines() if " on /" in ln)
 
 
 @pytest.mark.parametrize("name", ["free_b.txt", "free_k.txt", "free_h.txt"])

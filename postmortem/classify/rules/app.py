@@ -14,7 +14,7 @@ import re
 from postmortem import stacks as stack_code
 from postmortem.classify.rules.base import Rule, died_of, events_of, handler_fallout, sign_finding
 from postmortem.knowledge.registry import KIND, SIGN, deaths, produced_by, registry
-from postmortem.model import Case, Event, Frame, Stack
+from postmortem.model import Case, Event, Fact, Frame, Stack
 
 _KERNEL_KINDS = produced_by("parser:kernel")
 _SIGNAL_DEATHS = deaths("fatal_signal", "exit")
@@ -86,12 +86,32 @@ def exception_sign(case: Case, e: Event):
     qualifies it, it is no second observation."""
     stack = _traceback_of(case, e)
     own = [f for f in (stack.frames if stack else ()) if _own_frame(f)]
-    return (SIGN.app_exception_in_own_code if _raised_in_own_code(case, e)
+    return (SIGN.app_native_module_noexec if noexec_mount_of(case, e) is not None
+            else SIGN.app_exception_in_own_code if _raised_in_own_code(case, e)
             else SIGN.storage_remote_service_error if _remote_service_failure(e)
             else SIGN.app_exception_in_dataset if stack and _in_dataset_fetch(stack) and not _os_error(e)
             else SIGN.app_exception_argument_error if stack and own and (
                 _argument_error(e) or _missing_name(e) or (_path_errno(e) and not _in_dataset_fetch(stack)))
             else SIGN.app_exception)
+
+
+def noexec_mount_of(case: Case, e: Event) -> Fact | None:
+    """The mount-table line of a noexec filesystem holding the shared object the dynamic linker
+    could not map (signals.toml app.native_module_noexec): the deepest mount point the bundle
+    shows above the path, when its options hold noexec; None otherwise."""
+    text = f"{e.data.get('message') or e.text or ''}\n{e.data.get('continuation') or ''}"
+    paths = [m.group(1) for p in _param(SIGN.app_native_module_noexec.id, "map_failure") for m in re.finditer(p, text)]
+    if not paths:
+        return None
+    # the failing process's own host's table, when both are known (another node's /tmp says nothing)
+    points = [f for f in case.facts if f.name == "mount.point" and isinstance(f.value, str)
+              and not (f.host and e.host and f.host != e.host)]
+    for path in paths:
+        above = [f for f in points if path == f.value or path.startswith(f.value.rstrip("/") + "/")]
+        deepest = max(above, key=lambda f: len(f.value), default=None)
+        if deepest is not None and "noexec" in str(deepest.text or "").split(","):
+            return deepest
+    return None
 
 
 def _rank(sign) -> tuple:
@@ -209,6 +229,12 @@ class AppError(Rule):
                      f"({'raised in the job' + chr(39) + 's own code' if raised_own else 'raised outside the job' + chr(39) + 's own code'})")
         refs = (stack.ref,) if stack else ()
         sign = exception_sign(case, e)
+        if sign is SIGN.app_native_module_noexec:
+            mount = noexec_mount_of(case, e)
+            summary += f" — the library lies on {mount.value}, mounted noexec ({mount.ref.describe()}): no code there can be mapped executable"
+            trace.append(f"{self.id}: the shared object is under {mount.value}, mounted noexec ({mount.ref.describe()})")
+            refs = (*refs, mount.ref)
+            return sign_finding(k, sign, self.id, summary, [e], str(e.data.get("type") or "exception"), extra_refs=refs)
         if sign is SIGN.storage_remote_service_error:
             trace.append(f"{self.id}: the exception reports a remote service's failure, not the job's code or data")
         errno = _errno_of(e) if not _terminal_call(e) else None
