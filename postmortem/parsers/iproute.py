@@ -28,6 +28,14 @@ carrier, admin_up, state, master) -- a history, never a Fact of the current stat
 
     [2026-12-02T06:30:53.471306] 997: swp2@if996: <BROADCAST,MULTICAST> mtu 1500 master br0 state DOWN
 
+`ip route` lines (the main table as iproute2 ip/iproute.c print_route prints it) become Facts
+`net.route` (dest as a prefix, 0.0.0.0/0 for `default`; type: unicast or the type iproute2 prints
+first -- blackhole, unreachable, prohibit, throw, local, broadcast ...; via, dev, src, proto, scope,
+table; IPv4 only).  `ip route get` answers (`... uid 0`, `cache`) are no table entries and are left:
+
+    default via 10.97.1.254 dev eth0
+    10.97.0.0/24 dev eth0 proto kernel scope link src 10.97.0.1
+
 `ip neigh` lines become Facts `net.neighbour` (addr, dev, lladdr or '', states: the NUD states
 as iproute2 ip/ipneigh.c print_neigh / nud_state_n2a prints them, e.g. ('STALE',), ('FAILED',)):
 
@@ -36,6 +44,7 @@ as iproute2 ip/ipneigh.c print_neigh / nud_state_n2a prints them, e.g. ('STALE',
 """
 from __future__ import annotations
 
+import ipaddress
 import re
 
 from datetime import datetime
@@ -48,6 +57,10 @@ from postmortem.parsers.system_base import Block, LineFormat, parse, tree_tokens
 FACT = "net.interface"
 FDB_FACT = "net.fdb_entry"
 NEIGH_FACT = "net.neighbour"
+ROUTE_FACT = "net.route"
+# route types iproute2 prints before the destination when not unicast (lib/rt_names.c rtnl_rtntype_n2a)
+ROUTE_TYPES = ("unreachable", "blackhole", "prohibit", "throw", "local", "broadcast", "multicast", "anycast", "nat")
+_ROUTE_KEYS = ("via", "dev", "src", "proto", "scope", "table", "metric", "nhid")
 # the neighbour states (Linux include/uapi/linux/neighbour.h NUD_*) as iproute2 nud_state_n2a names them
 NUD_STATES = ("PERMANENT", "NOARP", "REACHABLE", "STALE", "NONE", "INCOMPLETE", "DELAY", "PROBE", "FAILED")
 _NEIGH_FLAGS = ("router", "proxy", "extern_learn", "offload", "managed")
@@ -214,6 +227,29 @@ def fdb_entry(parser, line: Line, tree) -> bool:
     return True
 
 
+def route(parser, line: Line, tree) -> bool:
+    """`ip route`: one route of a table (iproute2 ip/iproute.c print_route)."""
+    words = [str(t) for t in tree_tokens(tree)]
+    kind = words.pop(0) if words and words[0] in ROUTE_TYPES else "unicast"
+    if not words or "uid" in words or "cache" in words or "lladdr" in words or set(words) & set(NUD_STATES):
+        return False   # `ip route get` (the answer for one address) or a neighbour entry: no route of a table
+    dest, rest = words[0], words[1:]
+    if ":" in " ".join(rest[i + 1] for i, w in enumerate(rest[:-1]) if w == "via"):
+        return False   # `ip -6 route`: `default via fe80::1 dev eth0` names no IPv4 route
+    try:
+        net = ipaddress.ip_network("0.0.0.0/0" if dest == "default" else dest, strict=False)
+    except ValueError:
+        return False
+    if net.version != 4:
+        return False
+    pairs = {w: rest[i + 1] for i, w in enumerate(rest[:-1]) if w in _ROUTE_KEYS}
+    parser.sink.fact(line, ROUTE_FACT, {"dest": str(net), "type": kind, "via": pairs.get("via", ""),
+                                        "dev": _name(pairs.get("dev", "")), "src": pairs.get("src", ""),
+                                        "proto": pairs.get("proto", ""), "scope": pairs.get("scope", ""),
+                                        "table": pairs.get("table", "main")}, text=line.text.strip())
+    return True
+
+
 _MAC_WORD = re.compile(rf"^{_MAC}$")
 
 BLOCKS = (IpMonitorLinkBlock, IpLinkBlock)
@@ -222,6 +258,9 @@ LINE_FORMATS = (
     LineFormat("ip_neigh", re.compile(rf"^(?:\d{{1,3}}(?:\.\d{{1,3}}){{3}}|[0-9a-fA-F:]*:[0-9a-fA-F:]*) dev \S+"
                                       rf"(?: lladdr {_MAC})?(?: (?:{'|'.join(_NEIGH_FLAGS)}))*"
                                       rf"(?: (?:{'|'.join(NUD_STATES)}))+\s*$"), neighbour),
+    # a route: [type] default|a.b.c.d[/len], then at least one of the keys print_route writes
+    LineFormat("ip_route", re.compile(r"^(?:(?:unreachable|blackhole|prohibit|throw) (?:default|\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,2})?)(?: |$)"
+                                      r"|(?:default|\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,2})?) (?:[^\n]{0,200} )?(?:via|dev|proto|nhid) \S)"), route),
     LineFormat("bridge_fdb", re.compile(r"^(?:[0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2} dev \S+"), fdb_entry),
     LineFormat("ip_brief", re.compile(r"^[^\s:]+\s+(?:UP|DOWN|UNKNOWN|LOWERLAYERDOWN|DORMANT|NOTPRESENT|TESTING)"
                                       r"(?:\s+(?:[0-9a-fA-F.:]+/\d{1,3}|(?:[0-9a-f]{2}:){5}[0-9a-f]{2})\b.*|\s*)$"), brief),

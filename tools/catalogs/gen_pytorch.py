@@ -75,6 +75,15 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "context", "subsystem", "a rank could not reach the store's address: the errno says why (unreachable or no answer: the network; refused: nothing listening yet)"),
     ("pt.store_connect_failed_any", "c10d", WHEEL, "The client socket has failed to connect to any network address of ({}, {}).",
      "context", "subsystem", "a rank could not reach the store's address on any of its addresses"),
+    # c10d/socket.cpp SocketConnectOp::tryConnect: getaddrinfo(3) failed for the store's host name
+    # (recordError -> C10D_WARNING, then the whole lookup is retried until the connect timeout).
+    ("pt.store_addr_unresolved", "c10d", WHEEL, "The {}network addresses of ({}, {}) cannot be retrieved (gai error: {} - {}).",
+     "nccl_network", "subsystem", "the store's host name did not resolve on this host (a wrong or mangled MASTER_ADDR, a resolver or search list that does not know it): the rank cannot reach the store"),
+    # SocketConnectOp::tryConnect: connect(2) ended in ETIMEDOUT (C10D_WARNING, retried): the kernel
+    # resent its SYN tcp_syn_retries times and got no answer at all -- no SYN-ACK (a listener), no RST
+    # (a live host without one: ECONNREFUSED, retried silently), no ICMP unreachable (EHOSTUNREACH).
+    ("pt.store_syn_unanswered", "c10d", WHEEL, "The server socket on {} has timed out, will retry.",
+     "nccl_network", "subsystem", "connect(2) to the store's address got no answer at all: packets to or from it are dropped (a firewall DROP, no route back, an address no live host answers for)"),
     ("pt.store_listen_failed", "c10d", WHEEL, "The server socket has failed to listen on any local network address.",
      "port_in_use", "subsystem", "the store could not bind: MASTER_PORT in use (a leftover or other job) or no address"),
     # c10d/socket.cpp SocketListenOp: C10D_WARNING("The server socket has failed to {bind to|listen on} {} {}.",
@@ -133,6 +142,15 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "context", "subsystem", "torchrun stops the surviving workers: fallout"),
     ("pt.rendezvous_timeout", "elastic", WHEEL, "RendezvousTimeoutError",
      "context", "subsystem", "not all nodes joined the rendezvous in time"),
+    # torch/distributed/elastic/rendezvous/utils.py parse_rendezvous_endpoint: the agent checks the
+    # --master-addr/--rdzv-endpoint it was given before it connects; a host with characters outside
+    # [\w.:-] (a CR from a CRLF hostfile, a quote, a space) or a port outside 0-65535 can name no store.
+    # The template stops at the endpoint: a CR inside it ends the line where the bundle's reader
+    # splits (universal newlines), so the rest of the sentence is on the next line.
+    ("pt.rdzv_endpoint_bad_host", "elastic", WHEEL, "The hostname of the rendezvous endpoint '{}",
+     "nccl_network", "specific", "the rendezvous (store) address the launcher was given is no host name or address (a CR from a CRLF hostfile, quotes, spaces): this node can never reach the store"),
+    ("pt.rdzv_endpoint_bad_port", "elastic", WHEEL, "The port number of the rendezvous endpoint '{}",
+     "nccl_network", "specific", "the rendezvous (store) port the launcher was given is no port number: this node can never reach the store"),
     ("pt.rendezvous_closed", "elastic", WHEEL, "The rendezvous '{}' is closed, terminating pending rendezvous.",
      "context", "subsystem", "the rendezvous was closed by another node"),
     # CUDA caching allocator and CUDA errors as PyTorch prints them
@@ -336,7 +354,7 @@ ERRNO_ATTEMPT_ENTRIES = ["pt.store_bind_failed", "pt.store_listen_on_failed"]
 # connect/validate to host ... - retrying (try=0, ..."); the bind/listen warnings above likewise.
 # REAL: fixtures/lab/neigh_history (a master up 5 s late: errno 113 once, then six steps).
 RETRIED_ENTRIES = ["pt.store_connect_failed", "pt.store_connect_failed_any", "pt.store_bind_failed",
-                   "pt.store_listen_on_failed"]
+                   "pt.store_listen_on_failed", "pt.store_addr_unresolved", "pt.store_syn_unanswered"]
 
 
 def template_to_regex(t: str) -> str:

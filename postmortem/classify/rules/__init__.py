@@ -18,7 +18,7 @@ from postmortem.classify.rules.interfaces import (FirewallDiscards, HostOffNetwo
                                                   TcpConnectionLosses)
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
 from postmortem.classify.rules.versions import NcclFixedInLaterRelease
-from postmortem.classify.rules.peer_path import (IpsecPolicyWithoutSa, LinkDownDuringJob, PeerAddressElsewhere, PeerUnresolved,
+from postmortem.classify.rules.peer_path import (IpsecPolicyWithoutSa, LinkDownDuringJob, PeerAddressElsewhere, PeerUnresolved, PeerUnroutable,
                                                  SourceRewrittenOnPath)
 
 RULES: tuple[Rule, ...] = (
@@ -61,6 +61,7 @@ RULES: tuple[Rule, ...] = (
     FirewallDiscards(),
     HostOffNetwork(),
     PeerUnresolved(),
+    PeerUnroutable(),
     PeerAddressElsewhere(),
     IpsecPolicyWithoutSa(),
     SourceRewrittenOnPath(),

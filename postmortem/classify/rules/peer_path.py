@@ -29,7 +29,7 @@ from postmortem.classify.rules.config import TIMEOUT_KINDS, level_stall
 from postmortem.classify.rules.interfaces import _host_local, _job_endpoints, _named, job_interfaces
 from postmortem.knowledge.registry import KIND, SIGN, produced_by
 from postmortem.model import Case, Fact
-from postmortem.parsers.iproute import FACT, NEIGH_FACT
+from postmortem.parsers.iproute import FACT, NEIGH_FACT, ROUTE_FACT
 from postmortem.parsers.iptables import FACT as FIREWALL_FACT
 from postmortem.parsers.xfrm import LISTING_FACT, POLICY_FACT, STATE_FACT
 
@@ -392,3 +392,96 @@ def _down(data: dict) -> bool:
 
 
 _KERNEL_KINDS = produced_by("parser:kernel")
+
+
+# ---------------------------------------------------------------- a host's routing table and its peers
+
+# route types whose match drops the packet (ip-route(8): unreachable/prohibit/blackhole; a throw
+# in the main table ends the lookup without a route: net/ipv4/fib_semantics.c fib_props)
+_DROPPING = frozenset({"unreachable", "prohibit", "blackhole", "throw"})
+
+
+def _route_tables(routes: list[Fact]) -> list[list[Fact]]:
+    """One `ip route` printout per run of route lines on consecutive lines of one file (iproute2
+    prints a table without blank lines; anything between two runs is another command's output)."""
+    tables: list[list[Fact]] = []
+    for f in sorted(routes, key=lambda f: (f.ref.path, f.ref.line or 0)):
+        last = tables[-1][-1] if tables else None
+        if last is not None and last.ref.path == f.ref.path and (f.ref.line or 0) == (last.ref.line or 0) + 1:
+            tables[-1].append(f)
+        else:
+            tables.append([f])
+    return tables
+
+
+def _connected_sources(table: list[Fact], local) -> list[str]:
+    """The host's own addresses a table shows: the preferred source of its connected routes
+    (`proto kernel scope link src A`, added by the kernel with the address), host-local
+    interfaces (docker0, br-*, veth ...) left out."""
+    return [f.value["src"] for f in table
+            if f.value.get("src") and f.value.get("scope") == "link" and f.value.get("type") == "unicast"
+            and not (local is not None and local.match(f.value.get("dev") or ""))]
+
+
+def _lookup(table: list[Fact], addr: ipaddress.IPv4Address) -> Fact | None:
+    """The main-table route the kernel would pick for addr: the longest matching prefix
+    (net/ipv4/fib_trie.c), local/broadcast entries of the local table aside."""
+    best = None
+    for f in table:
+        if f.value.get("type") in ("local", "broadcast", "multicast", "anycast", "nat"):
+            continue
+        net = ipaddress.ip_network(f.value["dest"])
+        if addr in net and (best is None or net.prefixlen > ipaddress.ip_network(best.value["dest"]).prefixlen):
+            best = f
+    return best
+
+
+class PeerUnroutable(Rule):
+    """A host's `ip route` table has no route to the address of another host of the job
+    (signals.toml net.peer_unroutable): that host can neither reach the peer nor answer it."""
+
+    id = "peer-unroutable"
+
+    def findings(self, case, k, trace):
+        routes = [f for f in case.facts if f.name == ROUTE_FACT and isinstance(f.value, dict)]
+        if not routes:
+            return []
+        other = sorted({f.value.get("table") for f in routes} - {"main", "local"})
+        if other:
+            trace.append(f"{self.id}: not read: routing tables other than main are printed ({', '.join(other)}): "
+                         "policy routing may send the job's traffic through them")
+            return []
+        params = SIGN.net_peer_unroutable.params
+        connect_failed = re.compile(params["connect_failed"])
+        failed = [e for e in case.events if connect_failed.search(e.text or "")] or _failure(case)
+        if not failed:
+            return []
+        from postmortem.classify.rules.comms import host_only_interface
+
+        local = host_only_interface()
+        tables = _route_tables(routes)
+        sources = [set(_connected_sources(t, local)) for t in tables]
+        named, _ = _job_endpoints(case)
+        for i, table in enumerate(tables):
+            if not sources[i]:
+                continue   # no connected route: not a whole table (`ip route show dev X`, a grep)
+            for j, theirs in enumerate(sources):
+                if j == i or not theirs or theirs & sources[i]:
+                    continue   # the same host's table printed twice
+                # the other host's one address, or those the job's lines name (a second NIC the
+                # job does not use need not be reachable from here)
+                peers = sorted(theirs) if len(theirs) == 1 else sorted(theirs & named)
+                for peer in peers:
+                    best = _lookup(table, ipaddress.ip_address(peer))
+                    if best is not None and best.value.get("type") not in _DROPPING:
+                        continue
+                    how = ("has no route to it" if best is None else
+                           f"sends it to a {best.value['type']} route ({best.ref.describe()})")
+                    what = (f"the routing table of the host with {', '.join(sorted(sources[i]))} "
+                            f"({table[0].ref.describe()}) {how}: {peer}, the address of another host of the job "
+                            f"({tables[j][0].ref.describe()}), can be neither reached from it nor answered")
+                    trace.append(f"{self.id}: {what}")
+                    return [sign_finding(k, SIGN.net_peer_unroutable, self.id,
+                                         what + f"; the job's connection failed beside it ({failed[0].ref.describe()})",
+                                         failed[:2], "route", extra_refs=(table[0].ref, tables[j][0].ref))]
+        return []
