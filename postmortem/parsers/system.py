@@ -4,7 +4,8 @@ The formats (docs/formats.md, system) and their modules:
 
 * memory.py — df, free, /proc/meminfo, the /dev/shm line of mount and /proc/mounts;
 * nvidia_smi.py — the nvidia-smi table, `nvidia-smi -q`, `nvidia-smi topo -m`;
-* ibv_devinfo.py — HCA ports;  iproute.py — `ip link|addr`, `ip -s link`, `ip -br`;
+* ibv_devinfo.py — HCA ports;  iproute.py — `ip link|addr`, `ip -s link`, `ip -br`, `ip neigh`, `ip route`;
+* hosts.py — host-name records (`getent hosts`, /etc/hosts lines);
 * boot_time.py — /proc/stat `btime`, `uptime -s`;
 * ss.py — `ss -t -i` (TCP connections and their tcp_info);  iptables.py — `iptables -L -v -n`;
 * tc.py — `tc -s qdisc show` (queueing disciplines: drops, shaping, emulated loss);
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from postmortem.parsers import boot_time, docker, environment, ibv_devinfo, iproute, iptables, memory, nvidia_smi, ss, tc, ulimit, xfrm
+from postmortem.parsers import boot_time, docker, environment, hosts, ibv_devinfo, iproute, iptables, memory, nvidia_smi, ss, tc, ulimit, xfrm
 from postmortem.parsers.base import Line, LineParser
 from postmortem.parsers.keywords import any_word
 from postmortem.parsers.system_base import Block, LineFormat, parse
@@ -29,7 +30,8 @@ BLOCKS: tuple[type[Block], ...] = (*memory.BLOCKS, *nvidia_smi.BLOCKS, *ibv_devi
                                      *iptables.BLOCKS, *tc.BLOCKS, *xfrm.BLOCKS)
 LINE_FORMATS: tuple[LineFormat, ...] = (*memory.LINE_FORMATS, *boot_time.LINE_FORMATS, *ulimit.LINE_FORMATS,
                                         *environment.LINE_FORMATS, *docker.LINE_FORMATS,
-                                        *iproute.LINE_FORMATS, *tc.LINE_FORMATS, *xfrm.LINE_FORMATS)
+                                        *iproute.LINE_FORMATS, *tc.LINE_FORMATS, *xfrm.LINE_FORMATS,
+                                        *hosts.LINE_FORMATS)
 
 
 class SystemParser(LineParser):

@@ -156,3 +156,46 @@ def test_a_peer_address_on_a_host_local_bridge_is_no_peer(tmp_path):
                                           encoding="utf-8")
     v = analyze(b).verdict
     assert not any(t.startswith("peer-unroutable:") for t in v.trace), v.trace
+
+
+# ---------------------------------------------------------------- the store's name as each host resolves it
+
+def test_getent_and_hosts_lines_are_name_records(tmp_path):
+    b = tmp_path / "names"
+    b.mkdir()
+    (b / "node1_getent_hosts.txt").write_text((OUT / "name_split/node1_getent_hosts.txt").read_text(encoding="utf-8")
+                                              # edited at test time: /etc/hosts shapes, and lines that are none
+                                              + "::1 localhost ip6-localhost ip6-loopback\n"
+                                              "10.111.0.7 trainer-1.prod.internal trainer-1\n"
+                                              "10.111.9.9 dev eth0 src 10.111.0.1 uid 0\n"
+                                              "10.111.0.7 slots=8\n", encoding="utf-8")
+    got = [f.value for f in analyze(b).case.facts if f.name == "net.name_address"]
+    assert got == [{"addr": "10.111.0.9", "names": ("trainer-0",)},
+                   {"addr": "::1", "names": ("localhost", "ip6-localhost", "ip6-loopback")},
+                   {"addr": "10.111.0.7", "names": ("trainer-1.prod.internal", "trainer-1")}]
+
+
+def test_a_store_name_two_hosts_resolve_apart_is_read():
+    v = _verdict("name_split")
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+    assert any(t.startswith("name-resolves-apart:") and "10.111.0.9" in t for t in v.trace)
+
+
+def test_a_store_name_both_hosts_resolve_alike_is_no_sign():
+    # near miss, real: both hosts files right, node 1 given the wrong port: the same connect failure
+    v = _verdict("name_same")
+    assert not any(t.startswith("name-resolves-apart:") for t in v.trace), v.trace
+
+
+def test_a_loopback_answer_for_the_hosts_own_name_is_no_disagreement(tmp_path):
+    # edited at test time: node 0 answers its own name with Debian's 127.0.1.1 (/etc/hosts), node 1 with
+    # the store's address: only node 1 dials the name, and it dials the right host
+    b = tmp_path / "b"
+    b.mkdir()
+    for name in ("node0.log", "node1.log"):
+        (b / name).write_text((OUT / "name_same" / name).read_text(encoding="utf-8"), encoding="utf-8")
+    (b / "node0_getent_hosts.txt").write_text("$ getent hosts trainer-0\n127.0.1.1       trainer-0\n", encoding="utf-8")
+    (b / "node1_getent_hosts.txt").write_text((OUT / "name_same/node1_getent_hosts.txt").read_text(encoding="utf-8"),
+                                              encoding="utf-8")
+    v = analyze(b).verdict
+    assert not any(t.startswith("name-resolves-apart:") for t in v.trace), v.trace

@@ -18,7 +18,8 @@ from postmortem.classify.rules.interfaces import (FirewallDiscards, HostOffNetwo
                                                   TcpConnectionLosses)
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
 from postmortem.classify.rules.versions import NcclFixedInLaterRelease
-from postmortem.classify.rules.peer_path import (IpsecPolicyWithoutSa, LinkDownDuringJob, PeerAddressElsewhere, PeerUnresolved, PeerUnroutable,
+from postmortem.classify.rules.peer_path import (IpsecPolicyWithoutSa, LinkDownDuringJob, NameResolvesApart, PeerAddressElsewhere,
+                                                 PeerUnresolved, PeerUnroutable,
                                                  SourceRewrittenOnPath)
 
 RULES: tuple[Rule, ...] = (
@@ -62,6 +63,7 @@ RULES: tuple[Rule, ...] = (
     HostOffNetwork(),
     PeerUnresolved(),
     PeerUnroutable(),
+    NameResolvesApart(),
     PeerAddressElsewhere(),
     IpsecPolicyWithoutSa(),
     SourceRewrittenOnPath(),

@@ -29,6 +29,7 @@ from postmortem.classify.rules.config import TIMEOUT_KINDS, level_stall
 from postmortem.classify.rules.interfaces import _host_local, _job_endpoints, _named, job_interfaces
 from postmortem.knowledge.registry import KIND, SIGN, produced_by
 from postmortem.model import Case, Fact
+from postmortem.parsers.hosts import FACT as NAME_FACT
 from postmortem.parsers.iproute import FACT, NEIGH_FACT, ROUTE_FACT
 from postmortem.parsers.iptables import FACT as FIREWALL_FACT
 from postmortem.parsers.xfrm import LISTING_FACT, POLICY_FACT, STATE_FACT
@@ -484,4 +485,58 @@ class PeerUnroutable(Rule):
                     return [sign_finding(k, SIGN.net_peer_unroutable, self.id,
                                          what + f"; the job's connection failed beside it ({failed[0].ref.describe()})",
                                          failed[:2], "route", extra_refs=(table[0].ref, tables[j][0].ref))]
+        return []
+
+
+# ---------------------------------------------------------------- the store's host name, resolved on each host
+
+def _store_names(case: Case, pattern: re.Pattern) -> dict[str, object]:
+    """Host names (not address literals) the job's failed connects to the store name, with the
+    first line naming each."""
+    names: dict[str, object] = {}
+    for e in case.events:
+        for m in pattern.finditer(e.text or ""):
+            host = (m.group("host") or m.group("host2") or "").lower()
+            if host and not re.match(r"^[\d.]+$|^\[?[0-9a-f:]+\]?$", host):
+                names.setdefault(host, e)
+    return names
+
+
+def _answers_for(name: str, records: list[Fact]) -> dict[str, set[str]]:
+    """Per file, the non-loopback addresses its records give the name (the short name matches a
+    record's fully qualified name by its first label, as a resolver's search list expands it)."""
+    out: dict[str, set[str]] = {}
+    for f in records:
+        names = f.value.get("names") or ()
+        if name in names or ("." not in name and any(n.split(".", 1)[0] == name for n in names)):
+            addr = str(f.value.get("addr") or "")
+            if addr and not addr.startswith("127.") and addr not in ("::1",):
+                out.setdefault(f.ref.path, set()).add(addr)
+    return out
+
+
+class NameResolvesApart(Rule):
+    """The store's host name, which the job's connects failed to reach, resolves to addresses
+    that do not meet on two hosts of the bundle (signals.toml net.name_resolves_apart)."""
+
+    id = "name-resolves-apart"
+
+    def findings(self, case, k, trace):
+        records = [f for f in case.facts if f.name == NAME_FACT and isinstance(f.value, dict)]
+        if len(records) < 2:
+            return []
+        params = SIGN.net_name_resolves_apart.params
+        for name, failed in _store_names(case, re.compile(params["store_host"])).items():
+            answers = _answers_for(name, records)
+            files = sorted(answers)
+            pair = next(((a, b) for i, a in enumerate(files) for b in files[i + 1:] if not answers[a] & answers[b]), None)
+            if pair is None:
+                continue
+            a, b = pair
+            what = (f"the store's host name {name}, which the job failed to connect to ({failed.ref.describe()}), "
+                    f"resolves to {', '.join(sorted(answers[a]))} in {a} and to {', '.join(sorted(answers[b]))} in {b}: "
+                    "the hosts do not agree where the store is, so one of them dials another machine")
+            trace.append(f"{self.id}: {what}")
+            refs = tuple(f.ref for f in records if f.ref.path in pair)[:2]
+            return [sign_finding(k, SIGN.net_name_resolves_apart, self.id, what, [failed], "name", extra_refs=refs)]
         return []
