@@ -19,7 +19,7 @@ GIB = 1024**3
 START_RULES = ("df_header", "df_row", "df_continuation", "free_row", "meminfo_line", "mount_line",
                "proc_mounts_line", "btime_line", "boot_time_line", "ulimit_line", "env_line", "smi_header",
                "smi_gpu_row", "smi_stat_row", "q_line", "topo_header", "topo_row", "ibv_line", "docker_line",
-               "ip_link_header", "ip_stats_header", "ip_stats_row", "ip_brief", "bridge_fdb", "ip_neigh", "xfrm_head", "xfrm_listing",
+               "ip_link_header", "ip_stats_header", "ip_stats_row", "ip_brief", "bridge_fdb", "ip_neigh", "ip_route", "hosts_entry", "xfrm_head", "xfrm_listing",
                "ipt_chain", "ipt_rule", "qdisc_header", "qdisc_sent", "tc_show")
 
 
