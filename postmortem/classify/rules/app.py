@@ -198,6 +198,7 @@ class AppError(Rule):
         fallout_types = _param(SIGN.app_exception.id, "fallout_types")
         fallout_text = re.compile("|".join(_param(SIGN.app_exception.id, "fallout_text")) or r"(?!)")
         own_code_readings = set(_param(SIGN.app_exception.id, "own_code_readings"))
+        job_frame_readings = set(_param(SIGN.app_exception.id, "job_frame_readings"))
         own_write_types = set(_param(SIGN.app_exception.id, "own_write_types"))
         for e in events_of(case, KIND.py_exception):
             if e.ref.path in kernel_files or (e.ref.path, e.ref.line) in explained | handlers:
@@ -212,7 +213,9 @@ class AppError(Rule):
 
             read = catalog.match_message(e.text or "", ("pytorch",))
             if read and read.cause not in ("", catalog.CONTEXT, SIGN.app_exception.cause):
-                if not (read.entry.id in own_code_readings and _raised_in_own_code(case, e)):
+                # (past _raised_by_distributed_layer a job_frame_readings entry has a frame of the job's)
+                if not ((read.entry.id in own_code_readings and _raised_in_own_code(case, e))
+                        or read.entry.id in job_frame_readings):
                     continue   # an upstream message with its own reading (a host allocation failure ...)
             return e
         return None

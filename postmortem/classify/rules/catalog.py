@@ -15,7 +15,7 @@ import re
 from collections import defaultdict
 
 from postmortem import knowledge
-from postmortem.classify.rules.app import catalog_reads_instead, own_exception
+from postmortem.classify.rules.app import _param, catalog_reads_instead, own_exception
 from postmortem.classify.rules.base import Rule, _repeat, events_of, handler_fallout, sign_finding
 from postmortem.knowledge.registry import KIND, catalog_signal
 from postmortem.model import Event
@@ -164,6 +164,7 @@ class CatalogReadings(Rule):
         # reads as the job's own failure is the same sign; the stronger reading stands (app.py).
         own = own_exception(case, k) if k.causes.get("app_error") is not None else None
         own_line = (own.ref.path, own.ref.line) if own is not None else None
+        job_frame_readings = set(_param("app.exception", "job_frame_readings"))
         groups: dict[tuple[str, str, str], list[Event]] = defaultdict(list)
         details: dict[tuple[str, str, str], str] = {}
         seen: set[tuple] = set()
@@ -174,6 +175,10 @@ class CatalogReadings(Rule):
             for m in _hits(e):
                 if m.cause not in k.causes or (where, m.entry.id) in seen:
                     continue  # context, unresolved, or this line already counted for this entry
+                if where == own_line and m.entry.id in job_frame_readings:
+                    trace.append(f"{self.id}: {m.entry.id} on {e.ref.describe()}: raised under the job's own frame, "
+                                 "the exception app-error reads, one sign")
+                    continue
                 if (where == own_line and m.cause == "app_error" and m.entry.catalog == "pytorch"
                         and not catalog_reads_instead(case, e, _sign_of(m))):
                     trace.append(f"{self.id}: {m.entry.id} on {e.ref.describe()}: the exception app-error reads, "
