@@ -21,6 +21,7 @@ from postmortem.classify.counter_evidence import (before_the_job, crashed_peer, 
                                                   measured_state_against, oom_kill_hit_the_job, unrelated_victims)
 from postmortem.classify import launcher_root
 from postmortem.classify.rules import RULES
+from postmortem.classify.rules.config import TIMEOUT_KINDS
 from postmortem.classify.index import events_of
 from postmortem.classify.signature import signature_of
 from postmortem.knowledge import Knowledge
@@ -195,6 +196,8 @@ def _verdict(case: Case, k: Knowledge, root_cause: str, root_findings: list[Find
     alternatives = tuple(sorted((f for f in others if f not in symptoms and f.cause in scores),
                                 key=lambda f: -scores.get(f.cause, 0)))
     cause = k.causes[root_cause]
+    if cause.without_timeout is not None and not events_of(case, TIMEOUT_KINDS):
+        cause = cause.without_timeout   # a hang with no timeout: speak of none (audit 11 L2)
     advice = _specific_advice(root_findings, k)
     return Verdict(
         category=Category(cause.category), cause=root_cause, confidence=_confidence(root_cause, contenders, k),

@@ -43,6 +43,9 @@ class Cause:
     collect: tuple[str, ...]
     source: str
     explains: tuple[str, ...] = ()   # causes whose signs this one produces as fallout
+    # the same cause read from a job that hung with no timeout in the bundle (a measured stall):
+    # its title, explanation, fixes and checks must not speak of a timeout that never fired
+    without_timeout: "Cause | None" = None
 
     @property
     def next_steps(self) -> tuple[str, ...]:
@@ -182,8 +185,21 @@ def parse_causes(data: dict, origin: str) -> dict[str, Cause]:
             # `next_steps` (older rule files) held commands and prose alike: shown as prose.
             steps=tuple(_str_list(e, "steps", where)) + tuple(_str_list(e, "next_steps", where)),
             collect=tuple(e.get("collect", [])), source=_need(e, "source", where),
-            explains=tuple(e.get("explains", [])))
+            explains=tuple(e.get("explains", [])),
+            without_timeout=_without_timeout(cid, category, e, where))
     return causes
+
+
+def _without_timeout(cid: str, category: str, e: dict, where: str) -> "Cause | None":
+    """A cause's [<id>.without_timeout] table: its wording for a hang with no timeout."""
+    w = e.get("without_timeout")
+    if w is None:
+        return None
+    where += ".without_timeout"
+    return Cause(id=cid, category=category, title=_need(w, "title", where), explanation=_need(w, "explanation", where),
+                 remediation=tuple(_need(w, "remediation", where, list)), commands=tuple(_str_list(w, "commands", where)),
+                 steps=tuple(_str_list(w, "steps", where)), collect=tuple(w.get("collect", e.get("collect", []))),
+                 source=e.get("source", ""), explains=tuple(e.get("explains", [])))
 
 
 def parse_xids(data: dict, origin: str) -> dict[int, XidInfo]:

@@ -345,34 +345,82 @@ def _at(e: Event):
 
 def _stall(case: Case) -> list[Event]:
     """[the launcher's stop, the job's last progress line] when the job hung without a timeout
-    (signals.toml threshold.stall_factor, stall_lines_min, stall_cadence_floor_s), else [].
+    (signals.toml threshold.stall_factor, stall_lines_min, stall_cadence_floor_s, stall_floor_s),
+    else [].
 
     The torchrun agent prints 'Received N death signal, shutting down workers' only when the
     agent ITSELF got a signal (torch/distributed/elastic/agent/server/api.py, the SignalException
     handler of run()): somebody stopped the job from outside (scancel, kill, Ctrl-C) -- it never
     prints it when a worker failed.  With no worker death recorded before that stop, the workers
-    were alive.  The job's own progress lines (messages.toml rank_step, progress_bar) had come
-    at a cadence; when the last one is followed by a silence of threshold.stall_factor times the
-    longest interval between them before the stop, the live job had made no progress for far
-    longer than any of its steps took: it hung, and a stack dump taken then shows where."""
+    were alive.  A silence after the job's last progress line (messages.toml rank_step,
+    progress_bar) says the job was slow or stuck, and one stack dump cannot tell which: phases
+    that print no line (an evaluation, a checkpoint save or upload, DataLoader workers respawned
+    at an epoch boundary, a recompile) run for minutes (audit 11 H4).  So the silence makes a hang
+    only when it is longer than stall_factor times the longest interval between progress lines,
+    than the longest gap between ANY two lines of the job before it (a previous evaluation or
+    save), and than threshold.stall_floor_s -- or when a second dump of a worker, taken later,
+    shows the same frames as the first (_dumps_unmoved): the rank did not move."""
+    quiet = _silence(case)
+    if not quiet:
+        return []
+    stop, last, silence, longest_any = quiet
+    if silence >= max(longest_any, LIMIT.stall_floor_s) or _dumps_unmoved(case):
+        return [stop, last]
+    return []
+
+
+def _silence(case: Case):
+    """(stop, last progress line, silence s, longest gap s between any two lines before it) when
+    the job's progress lines stopped and it was then stopped from outside with its workers
+    alive, the silence stall_factor times its step cadence; else None."""
     stops = [e for e in events_of(case, (KIND.launcher_signal_received,)) if _at(e) is not None]
     if not stops:
-        return []
+        return None
     stop = min(stops, key=_at)
     t_stop = _at(stop)
     died = [e for e in events_of(case, deaths("fatal_signal", "exit", "kernel_kill", "exception"))
             if _at(e) is not None and _at(e) < t_stop]
     if died:
-        return []
+        return None
     lines = sorted((e for e in events_of(case, (KIND.msg_rank_step, KIND.msg_progress_bar))
                     if _at(e) is not None and _at(e) <= t_stop), key=_at)
     if len(lines) < LIMIT.stall_lines_min:
-        return []
+        return None
     longest = max((_at(b) - _at(a)).total_seconds() for a, b in zip(lines, lines[1:]))
     silence = (t_stop - _at(lines[-1])).total_seconds()
     if silence <= 0 or silence < LIMIT.stall_factor * max(longest, LIMIT.stall_cadence_floor_s):
-        return []
-    return [stop, lines[-1]]
+        return None
+    # the job's own logs (the files of its progress lines): a kernel log or journal beside them
+    # reaches back hours, its gaps are not the job's phases
+    t_last, files = _at(lines[-1]), {e.ref.path for e in lines}
+    times = sorted(_at(e) for e in case.events if e.ref.path in files and _at(e) is not None and _at(e) <= t_last)
+    longest_any = max(((b - a).total_seconds() for a, b in zip(times, times[1:])), default=0.0)
+    return stop, lines[-1], silence, longest_any
+
+
+def _dumps_unmoved(case: Case) -> bool:
+    """Two or more dumps of one worker's main thread (py-spy, faulthandler, gdb; a dump is taken
+    at one moment, so two dumps of one process are two moments) exist, and every worker dumped
+    more than once shows the same frames in each: nothing moved between them."""
+    by_pid: dict[int, list] = {}
+    for s in case.stacks:
+        if s.pid is None or s.origin not in stacklib.HANG_ORIGINS or not stacklib._is_main_thread(s):
+            continue
+        by_pid.setdefault(s.pid, []).append(tuple((f.function, f.file, f.line) for f in s.frames))
+    again = [frames for frames in by_pid.values() if len(frames) >= 2]
+    return bool(again) and all(len(set(frames)) == 1 for frames in again)
+
+
+def stall_unconfirmed(case: Case) -> str:
+    """How a silence reads that is too short to say the job hung (no second dump), or ""."""
+    quiet = _silence(case)
+    if not quiet or _stall(case):
+        return ""
+    stop, last, silence, longest_any = quiet
+    return (f"the job's progress lines stopped at {last.ref.describe()} and it was stopped from outside "
+            f"{silence:.0f} s later ({stop.ref.describe()}); a phase that prints no line (evaluation, a save) "
+            f"takes that long too, so the silence alone is no hang (needs more than "
+            f"{max(longest_any, LIMIT.stall_floor_s):.0f} s, or a second dump with the same frames)")
 
 
 def _death(e: Event) -> str:
@@ -438,6 +486,9 @@ class StacksAtTimeout(Rule):
         trace.append(f"{self.id}: {listing}")
         if not hang:
             trace.append(f"{self.id}: no timeout or hang dump in the bundle: the dumps are a snapshot, they only lean")
+            quiet = stall_unconfirmed(case)
+            if quiet:
+                trace.append(f"{self.id}: {quiet}")
         snapshot = ("" if hang else "; no timeout or hang dump says the job hung: take a second dump of every rank "
                     "a minute later (py-spy dump --pid) -- the same frames again make it a hang")
         stalled = _stall_text(hang)
@@ -474,6 +525,17 @@ class StacksAtTimeout(Rule):
                 # same fault may hold the read and the collective -- the rank only leans
                 trace.append(f"{self.id}: a rank waits for a network reply, and {trouble}: not read as its own wait")
                 blocked = {r: w for r, w in blocked.items() if not w.network}
+            healthy = _path_healthy(case) if blocked else ""
+            if blocked and not healthy:
+                # a socket read without a timeout, or a child doing one (an upload, rsync, a fetch), is
+                # held by the very faults that hold the collectives (a DROP on the path, a dead port);
+                # no network evidence in a bundle is no evidence of a healthy network (audit 11 H2)
+                trace.append(f"{self.id}: {_who(sorted(blocked), local)} waited in work of its own, but nothing in the "
+                             "bundle shows the job's path healthy (`ss -tin` of the connections between its hosts): "
+                             "the fault that held the wait may hold the collectives too -- it only leans")
+                blocked = {}
+            elif healthy:
+                trace.append(f"{self.id}: the job's path was healthy: {healthy}")
             if blocked:
                 sign = SIGN.stacks_rank_blocked_in_own_wait
             if not hang:
@@ -590,6 +652,23 @@ def _torch_file(path: str) -> bool:
     return "/torch/" in "/" + path.replace("\\", "/")
 
 
+# a line of a CPU job: gloo named as the backend or in its own messages, a +cpu torch build
+_CPU_JOB = re.compile(r"\bgloo\b|ProcessGroupGloo|torch[-=_ ]\S*\+cpu\b", re.I)
+# a line of a GPU job: NCCL, CUDA, a device
+_GPU_JOB = re.compile(r"nccl|cuda|cudnn|\bgpu\b|nvidia", re.I)
+
+
+def _cpu_only(case: Case) -> bool:
+    """The job ran on CPU, by positive evidence: a line (or a dumped frame) names gloo or a +cpu
+    torch build, and none names NCCL, CUDA or a GPU (a CUDA job with a gloo group for its CPU
+    tensors names both: 'cpu:gloo,cuda:nccl')."""
+    texts = [e.text or "" for e in case.events]
+    texts += [f.function or "" for s in case.stacks for f in s.frames]
+    if _nccl_in(case) or any(_GPU_JOB.search(t) for t in texts):
+        return False
+    return any(_CPU_JOB.search(t) for t in texts)
+
+
 def _nccl_in(case: Case) -> bool:
     """The job ran NCCL: its own lines or PyTorch's NCCL process group are in the bundle."""
     return any((e.kind or "").startswith("nccl") or "NCCL" in (e.text or "") for e in case.events)
@@ -624,7 +703,7 @@ def _positions(case: Case, hang: list[Event], params) -> dict[int, _Position]:
     timeout_lines = {(e.ref.path, (e.text or "").strip()) for e in hang}
     # a dump of a job that hung (a timeout, a timeout dump, a measured stall) shows where it stood
     at_hang = bool(hang)
-    nccl = _nccl_in(case)
+    cpu_only = at_hang and _cpu_only(case)
     out: dict[int, _Position] = {}
     for s in case.stacks:
         at_timeout = s.origin == "traceback" and (s.ref.path, s.title.strip()) in timeout_lines
@@ -638,12 +717,13 @@ def _positions(case: Case, hang: list[Event], params) -> dict[int, _Position]:
         if rank is None:
             continue
         running = "active" in str((s.data or {}).get("status", ""))
-        # A main thread idle in autograd's backward of a job that hung, with no NCCL: CPU backward
-        # runs on the calling thread (torch/csrc/autograd/engine.cpp: the caller executes the CPU
-        # ready queue), so idle there is a wait -- DDP's reducer waiting for its bucket all-reduces
-        # (reducer.cpp finalize_backward).  Under NCCL the caller also idles while device threads
-        # compute, so it cannot tell.
-        idle_backward = at_hang and s.origin == "py-spy" and not running and not nccl \
+        # A main thread idle in autograd's backward of a CPU job that hung: CPU backward runs on the
+        # calling thread (torch/csrc/autograd/engine.cpp: the caller executes the CPU ready queue),
+        # so idle there is a wait -- DDP's reducer waiting for its bucket all-reduces (reducer.cpp
+        # finalize_backward).  Under CUDA the caller also idles while device threads compute, so it
+        # cannot tell -- and a CUDA job without NCCL_DEBUG prints no NCCL line: CPU-only is read
+        # from positive evidence (_cpu_only), never from an absence (audit 11 L1).
+        idle_backward = at_hang and s.origin == "py-spy" and not running and cpu_only \
             and "idle" in str((s.data or {}).get("status", ""))
         call = _collective_of(s.frames, params, at_timeout or idle_backward)
         if call is None or (at_timeout and not call):
@@ -660,16 +740,23 @@ def _positions(case: Case, hang: list[Event], params) -> dict[int, _Position]:
 
 
 def _whole_job(case: Case, where: dict) -> bool:
-    """Do the positions cover every rank of the job?  Every worker the launchers tore down
-    (torchrun 'Sending process N closing signal': the workers alive at the stop) is dumped and
-    nothing else is; without such lines, every rank the job's lines name is dumped."""
+    """Do the positions cover every rank of a job whose collectives cross hosts?  The job's size
+    comes from the bundle: the workers its launchers tore down (torchrun 'Sending process N
+    closing signal': the workers alive at the stop), at least two launchers (one per node: one
+    launcher's lines are one host -- a standalone job, whose collectives cross no network -- or
+    one node's view of a bigger job, its own workers only: audit 11 M3, H3), as many workers as
+    the highest global rank the lines name says the job has; every one of them dumped, nothing else."""
     if len(where) < 2:
         return False
-    workers = {e.pid for e in events_of(case, (KIND.launcher_sigterm,)) if e.pid is not None}
-    if workers:
-        return {p.pid for p in where.values()} == workers
-    named = {e.rank for e in case.events if e.rank is not None}
-    return bool(named) and named <= set(where)
+    torn = [e for e in events_of(case, (KIND.launcher_sigterm,)) if e.pid is not None]
+    workers = {e.pid for e in torn}
+    launchers = {(e.ref.path, e.data.get("agent_pid")) for e in torn}
+    if not workers or len(launchers) < 2:
+        return False
+    named = {e.rank for e in case.events if e.rank is not None and e.rank >= 0}
+    if not named or max(named) + 1 != len(workers):
+        return False
+    return {p.pid for p in where.values()} == workers
 
 
 def _stall_text(hang: list[Event]) -> str:
@@ -727,6 +814,12 @@ def _network_trouble(case: Case) -> str:
     warn = next((e for e in events_of(case, (KIND.nccl_network,)) if e.severity in (Severity.WARNING, Severity.ERROR)),
                 None)
     return f"NCCL warned about the network ({warn.ref.describe()})" if warn is not None else ""
+
+
+def _path_healthy(case: Case) -> str:
+    from postmortem.classify.rules import interfaces
+
+    return interfaces.path_healthy(case)
 
 
 def _file_in(path: str, files) -> bool:

@@ -184,10 +184,15 @@ class TcpConnectionLosses(Rule):
         losing = [f for f in case.facts if f.name == TCP_FACT and isinstance(f.value, dict) and _losing(f.value)]
         if not losing:
             return []
+        if not _spans_hosts(case):
+            # a job on one host runs its collectives over loopback or shared memory: no path between
+            # hosts carries them, whatever a host's other connections lose (audit 11 H3)
+            trace.append(f"{self.id}: {len(losing)} connection(s) lost segments, but nothing says the job spans hosts")
+            return []
         # only the job's own connections speak for the job's path (audit 6 M12): a host runs other
         # TCP traffic (NFS, monitoring, loopback services) whose losses say nothing about it
         addrs, ports = _job_endpoints(case)
-        theirs = [f for f in losing if _the_jobs(f.value["peer"], addrs, ports)]
+        theirs = [f for f in losing if _the_jobs(f.value["peer"], addrs, ports) or _between_hosts(case, f)]
         if not theirs:
             trace.append(f"{self.id}: {len(losing)} connection(s) lost segments, none to an address or port the job's"
                          " logs name (or loopback): not the job's path")
@@ -260,6 +265,42 @@ def _the_jobs(peer: str, addrs: frozenset[str], ports: frozenset[int]) -> bool:
     return host in addrs or (port is not None and port in ports)
 
 
+def _hosts_of(case: Case) -> dict[str, str]:
+    """address -> the `ss` capture (file) that shows it as a local address: the bundle's hosts."""
+    out: dict[str, str] = {}
+    for f in case.facts:
+        if f.name == TCP_FACT and isinstance(f.value, dict):
+            host, _ = _split_endpoint(str(f.value.get("local", "")))
+            if host and not _LOOPBACK.match(host):
+                out.setdefault(host, f.ref.path)
+    return out
+
+
+def _between_hosts(case: Case, f: Fact) -> bool:
+    """A connection from one host of the bundle to another: its peer is a local address of ANOTHER
+    `ss` capture of the bundle.  The job's hosts' connections to each other are the job's path,
+    whatever their ports (gloo's pairs listen on ephemeral ones: audit 11 H2)."""
+    peer, _ = _split_endpoint(str(f.value.get("peer", "")))
+    other = _hosts_of(case).get(peer)
+    return other is not None and other != f.ref.path
+
+
+def path_healthy(case: Case) -> str:
+    """What shows the path between the job's hosts healthy at the snapshot (`ss` of their
+    connections to each other: established, nothing queued unacknowledged, nothing lost, no
+    retransmission backoff), or "" when the bundle does not show it."""
+    conns = [f for f in case.facts if f.name == TCP_FACT and isinstance(f.value, dict)
+             and f.value.get("state") in ("", "ESTAB", "SYN-SENT") and _between_hosts(case, f)]
+    if not conns:
+        return ""
+    for f in conns:
+        info = f.value.get("info") or {}
+        if f.value.get("state") != "ESTAB" or _losing(f.value) or info.get("lost") or info.get("backoff") \
+                or (isinstance(info.get("unacked"), int) and info["unacked"] > 0):
+            return ""
+    return f"{len(conns)} connection(s) between the job's hosts with nothing lost or unacknowledged ({conns[0].ref.describe()})"
+
+
 def _losing(conn: dict) -> bool:
     """Data in flight and segments marked lost (ss prints lost: only when tcpi_lost > 0)."""
     info = conn.get("info") or {}
@@ -301,11 +342,26 @@ class PathDiscards(Rule):
         bad = self._ports(case, trace) + self._qdiscs(case, trace)
         if not bad:
             return []
+        if not _spans_hosts(case):
+            # a job on one host sends its collectives over no switch port or egress queue (audit 11 H3)
+            trace.append(f"{self.id}: {bad[0][1]}: {bad[0][2]}, but nothing says the job spans hosts: not its path")
+            return []
         f, what, why = bad[0]
         summary = f"{what} ({f.ref.describe()}): {why}; {waits_text(timeouts)}: the path silently discarded it"
         trace.append(f"{self.id}: {what}: {why}")
         return [sign_finding(k, SIGN.net_path_discards, self.id, summary, timeouts[:2], "path-discards",
                              extra_refs=tuple(dict.fromkeys(x.ref for x, _, _ in bad[:2])))]
+
+    @staticmethod
+    def _bridge_up(case, ports, info) -> bool:
+        """The port's bridge is up: its own link listed with UP, or another of its ports in a state
+        other than disabled (br_stp_disable_bridge disables them all when the bridge goes down)."""
+        bridge = info.get("master")
+        if any(g.value.get("name") == bridge and "UP" in (g.value.get("flags") or ()) for g in case.facts
+               if g.name == FACT and isinstance(g.value, dict)):
+            return True
+        return any(g.value is not info and g.value.get("master") == bridge
+                   and g.value.get("port_state") not in (None, "", "disabled") for g in ports)
 
     def _qdiscs(self, case, trace) -> list[tuple[Fact, str, str]]:
         out = []
@@ -349,6 +405,12 @@ class PathDiscards(Rule):
                     continue
                 bad.append((f, f"STP state {info['port_state']} and no port of bridge {info.get('master')} forwarding"))
             elif info.get("port_state") == params["disabled_state"] and "LOWER_UP" in (info.get("flags") or ()):
+                if not self._bridge_up(case, ports, info):
+                    # a bridge that is down puts EVERY port in state disabled with the port's link
+                    # untouched (net/bridge br_device.c br_dev_stop -> br_stp_disable_bridge)
+                    trace.append(f"{self.id}: port {info.get('name')} is disabled with carrier, but its bridge "
+                                 f"{info.get('master')} is not shown up: a bridge that is down disables every port")
+                    continue
                 bad.append((f, f"STP state {info['port_state']} with its link up (carrier): the bridge stopped the "
                                "port itself (BPDU guard, or by hand), so it forwards nothing"))
             elif all(options.get(o) == "off" for o in params["no_delivery_options"]):
@@ -558,4 +620,9 @@ def _spans_hosts(case: Case) -> bool:
         local = e.data.get("local_rank")
         if e.rank is not None and isinstance(local, int) and e.rank != local:
             return True
+    # torchrun agents of two logs each tearing down its own workers: one agent per node
+    agents = {(e.ref.path, e.data.get("agent_pid")) for e in events_of(case, (KIND.launcher_sigterm,))
+              if e.data.get("launcher") == "torchrun" and e.data.get("agent_pid") is not None}
+    if len({path for path, _ in agents}) >= 2:
+        return True
     return len({e.host for e in case.events if e.host}) >= 2
