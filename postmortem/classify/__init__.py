@@ -158,7 +158,7 @@ def _counters(findings: list[Finding], case: Case, trace: list[str], whole: Case
     that need to see how far back a kernel log reaches)."""
     counters = measured_state_against(case, trace)
     if COUNTER.kernel_log_without_oom_kill.against not in counters:   # one fact (no OOM kill), read once
-        counters.update(kernel_log_without_oom_kill(whole or case, trace))
+        counters.update(kernel_log_without_oom_kill(whole or case, trace, findings))
     for cause, (factor, reasons) in [*before_the_job(findings, case, trace).items(),
                                      *unrelated_victims(findings, case, trace).items(),
                                      *death_mismatch(case, trace).items(),

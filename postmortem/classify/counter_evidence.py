@@ -5,7 +5,9 @@ reason cites the fact it rests on ("/dev/shm is 16G and 3% used (df.txt:2)").
 """
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Sequence
 
 from postmortem import signals
 from postmortem.stacks import traceback_of
@@ -252,14 +254,23 @@ def crashed_peer(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[s
     return {}
 
 
-def kernel_log_without_oom_kill(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+def kernel_log_without_oom_kill(case: Case, trace: list[str],
+                                findings: Sequence[Finding] = ()) -> dict[str, tuple[float, tuple[str, ...]]]:
     """A job process died of SIGKILL, and the kernel log of its host -- whole since boot and
     collected after the death -- shows no OOM kill, nor does any memory cgroup count one:
     the kernel's OOM killer did not send it (signals.toml counter.kernel_log_without_oom_kill).
     `case` is the whole case, the kernel's history before the job included: that history is
-    what shows the log reaches back to boot."""
+    what shows the log reaches back to boot.  It weighs on the reading of the SIGKILL as the
+    kernel's OOM kill (sigkill.exit) only, not on host_oom's other readings: a user-space killer
+    (systemd-oomd, earlyoom, the kubelet's eviction) kills on memory pressure with no kernel line,
+    so what shows the memory running out stands (audit 11 L5)."""
     from postmortem.classify.rules.base import died_of  # rules import this module
 
+    against = COUNTER.kernel_log_without_oom_kill.against
+    readings = [f for f in findings if f.cause == against]
+    readings = [f for f in readings if f.role == "root"] or readings
+    if findings and not any(f.signal == SIGN.sigkill_exit.id for f in readings):
+        return {}   # nothing reads the SIGKILL as the kernel's OOM kill
     kernel = [e for e in case.events if e.kind in _KERNEL_KINDS]
     if not kernel or events_of(case, _OOM_KILLS) or any(_num(f) for f in _facts(case, "cgroup.oom_kill")):
         return {}
@@ -277,7 +288,21 @@ def kernel_log_without_oom_kill(case: Case, trace: list[str]) -> dict[str, tuple
         return {}
     reason = (f"the kernel log, whole since boot ({whole.ref.describe()}) and collected after the SIGKILL "
               f"({collected[0].ref.describe()}), shows no OOM kill: the kernel's OOM killer did not send it")
-    return _against(COUNTER.kernel_log_without_oom_kill, reason, trace)
+    others = [f for f in readings if f.signal != SIGN.sigkill_exit.id]
+    if not others:
+        return _against(COUNTER.kernel_log_without_oom_kill, reason, trace)
+    # the kernel reading discounted, the memory readings as they are: the factor on the cause's support
+    from postmortem.classify import _support  # the classifier imports this module
+
+    factor = COUNTER.kernel_log_without_oom_kill.factor
+    discounted = [dataclasses.replace(f, confidence=f.confidence * factor) if f.signal == SIGN.sigkill_exit.id else f
+                  for f in readings]
+    before = _support(readings)   # > 0: sigkill.exit is among them
+    ratio = _support(discounted) / before if before else 1.0
+    reason += (f" -- weighed on that reading only (x{ratio:.2f} on {against}): "
+               + ", ".join(sorted({f.signal for f in others})) + " read the memory itself, whoever killed")
+    trace.append(f"counter: {reason}")
+    return {against: (ratio, (reason,))}
 
 
 def _peer_reason(e: Event, what: str, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:

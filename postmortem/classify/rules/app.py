@@ -91,7 +91,7 @@ def exception_sign(case: Case, e: Event):
             else SIGN.storage_remote_service_error if _remote_service_failure(e)
             else SIGN.app_exception_in_dataset if stack and _in_dataset_fetch(stack) and not _os_error(e)
             else SIGN.app_exception_argument_error if stack and own and (
-                _argument_error(e) or _missing_name(e) or (_path_errno(e) and not _in_dataset_fetch(stack)))
+                _argument_error(e) or _missing_name(e) or (_path_errno(e, stack) and not _in_dataset_fetch(stack)))
             else SIGN.app_exception)
 
 
@@ -470,13 +470,20 @@ def _argument_error(e: Event) -> bool:
              or printed in _argument_error_subclasses()) and not _os_error(e))
 
 
-def _path_errno(e: Event) -> bool:
+def _path_errno(e: Event, stack: Stack) -> bool:
     """An OSError whose errno answers for the path the caller passed, not for the device or the
     file server under it (signals.toml app.exception_argument_error path_errnos: ENOENT, EEXIST,
-    ENOTDIR, EISDIR, ENAMETOOLONG, ELOOP)."""
+    ENOTDIR, EISDIR, ENAMETOOLONG, ELOOP) -- a path the message names (path_named: an errno
+    without a name is a call whose name the job never chose), not one of the kernel's or a shared
+    memory object's (path_errno_not_on), and not raised by multiprocessing's own IPC
+    (path_errno_not_raised_in: its semaphores and sockets; audit 11 M1)."""
+    sign = SIGN.app_exception_argument_error.id
     message = str(e.data.get("message") or e.text or "")
-    return (_errno_of(e) in _param(SIGN.app_exception_argument_error.id, "path_errnos")
-            and not any(p in message for p in _param(SIGN.app_exception_argument_error.id, "path_errno_not_on")))
+    site = (stack.frames[0].file or "").replace("\\", "/") if stack.frames else ""
+    return (_errno_of(e) in _param(sign, "path_errnos")
+            and any(re.search(p, message) for p in _param(sign, "path_named"))
+            and not any(p in message for p in _param(sign, "path_errno_not_on"))
+            and not any(site.endswith(p) for p in _param(sign, "path_errno_not_raised_in")))
 
 
 def _missing_name(e: Event) -> bool:

@@ -49,12 +49,18 @@ class ShmFullInPython(Rule):
                           if SHM_PY_FRAME.search(f"{f.file or ''} {f.function or ''}") or SHM_FRAME.search(f.function or "")), None)
             if "/dev/shm/" not in (e.text or "") and frame is None:
                 continue
+            if errno is SIGN.shm_missing_in_shared_memory and not _creating_semaphore(stack):
+                continue
             where = f"in {frame.function} ({(frame.file or '').rsplit('/', 1)[-1]})" if frame else "on a /dev/shm path"
             extra = (stack.ref,) if stack else ()
             if errno is SIGN.shm_enospc_in_shared_memory:
                 trace.append(f"{self.id}: ENOSPC {where} at {e.ref.describe()}")
                 return [sign_finding(k, errno, self.id, f"No space left on device {where}: /dev/shm is full", [e], "ENOSPC",
                                      extra_refs=extra)]
+            if errno is SIGN.shm_missing_in_shared_memory:
+                trace.append(f"{self.id}: ENOENT {where} at {e.ref.describe()}")
+                return [sign_finding(k, errno, self.id, f"No such file or directory {where}, creating a semaphore: "
+                                     "the container has no /dev/shm", [e], "shm-missing", extra_refs=extra)]
             trace.append(f"{self.id}: {e.text.strip()[:80]!r} {where} at {e.ref.describe()}")
             combined = (SIGN.shm_mounted_read_only,) if read_only else ()
             return [sign_finding(k, errno, self.id, f"{where}: the job may not create files in /dev/shm"
@@ -69,7 +75,19 @@ _SHM_ERRNO_SIGNS = (
     (re.compile(r"\[Errno 28\]|No space left on device"), SIGN.shm_enospc_in_shared_memory),
     (re.compile(r"\[Errno (?:30|13|1)\]|Read-only file system|Permission denied|Operation not permitted"),
      SIGN.shm_denied_in_shared_memory),
+    # ENOENT only as CPython prints it ("[Errno 2]"): torch's 'No such file or directory (2)' when
+    # a receiver opens a shared tensor is a segment its sender already unlinked
+    (re.compile(r"\[Errno 2\]"), SIGN.shm_missing_in_shared_memory),
 )
+
+
+def _creating_semaphore(stack: Stack | None) -> bool:
+    """The innermost Python frame is multiprocessing creating a semaphore (signals.toml
+    shm.missing_in_shared_memory create_frames), not rebuilding one another process made."""
+    inner = next((f for f in (stack.frames if stack else ()) if f.language == "python"), None)
+    return inner is not None and any((inner.file or "").replace("\\", "/").endswith(path) and inner.function == fn
+                                     for path, _, fn in (w.rpartition(":") for w in
+                                                         SIGN.shm_missing_in_shared_memory.params["create_frames"]))
 
 
 def _shm_mounted_read_only(case: Case):
