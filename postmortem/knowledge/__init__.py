@@ -46,6 +46,10 @@ class Cause:
     # the same cause read from a job that hung with no timeout in the bundle (a measured stall):
     # its title, explanation, fixes and checks must not speak of a timeout that never fired
     without_timeout: "Cause | None" = None
+    # the same cause read by one particular reading (the root's signal -> its wording): a reading that
+    # names what was wrong more exactly than the cause's general fixes (audit 11 M2: the launcher's
+    # check of the rendezvous endpoint is comms set-up, but its fix is the endpoint, never IB/RoCE)
+    by_reading: tuple[tuple[str, "Cause"], ...] = ()
 
     @property
     def next_steps(self) -> tuple[str, ...]:
@@ -186,8 +190,22 @@ def parse_causes(data: dict, origin: str) -> dict[str, Cause]:
             steps=tuple(_str_list(e, "steps", where)) + tuple(_str_list(e, "next_steps", where)),
             collect=tuple(e.get("collect", [])), source=_need(e, "source", where),
             explains=tuple(e.get("explains", [])),
-            without_timeout=_without_timeout(cid, category, e, where))
+            without_timeout=_without_timeout(cid, category, e, where),
+            by_reading=_by_reading(cid, category, e, where))
     return causes
+
+
+def _by_reading(cid: str, category: str, e: dict, where: str) -> tuple[tuple[str, "Cause"], ...]:
+    """A cause's [<id>.by_reading.<name>] tables: the wording when its root is one of `signals`."""
+    out = []
+    for name, w in (e.get("by_reading") or {}).items():
+        at = f"{where}.by_reading.{name}"
+        wording = Cause(id=cid, category=category, title=_need(w, "title", at), explanation=_need(w, "explanation", at),
+                        remediation=tuple(_need(w, "remediation", at, list)), commands=tuple(_str_list(w, "commands", at)),
+                        steps=tuple(_str_list(w, "steps", at)), collect=tuple(w.get("collect", e.get("collect", []))),
+                        source=w.get("source", e.get("source", "")), explains=tuple(e.get("explains", [])))
+        out.extend((signal, wording) for signal in _str_list(w, "signals", at))
+    return tuple(out)
 
 
 def _without_timeout(cid: str, category: str, e: dict, where: str) -> "Cause | None":

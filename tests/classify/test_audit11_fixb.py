@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from postmortem.run import analyze
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,3 +90,77 @@ def test_the_kernels_silence_weighs_on_the_kernel_reading_only():
     assert 0.85 < both < 0.9
     assert kernel_log_without_oom_kill(killed.case, trace, memory) == {}   # no kernel reading to weigh on
 
+
+# ---- M2: the launcher's check of the rendezvous endpoint stays comms set-up (the project's label for
+# a wrong master address) but speaks of the endpoint, never of IB/RoCE or interfaces (causes.toml
+# nccl_network.by_reading).  REAL: fixtures/lab/audit11/rdzv-noport ('localhost:', MASTER_PORT unset),
+# rdzv-nodelist (Slurm's 'node[01-02]'), fixtures/lab/comms_setup crlf_addr (a CR from a CRLF hostfile).
+AUDIT11 = ROOT / "fixtures/lab/audit11"
+_TRANSPORT_FIXES = ("NCCL_SOCKET_IFNAME", "NCCL_IB", "MOFED", "ACS", "ibv_devinfo", "IB/RoCE")
+
+
+def _says_no_transport(v) -> None:
+    text = " ".join((v.summary, v.title, v.explanation, *v.remediation, *v.commands, *v.steps))
+    assert not any(t in text for t in _TRANSPORT_FIXES), text
+
+
+def test_an_unset_port_in_the_rendezvous_endpoint_speaks_of_the_endpoint():
+    assert "endpoint 'localhost:' must be an integer" in (AUDIT11 / "rdzv-noport/bundle/launch.log").read_text()
+    v = analyze(AUDIT11 / "rdzv-noport/bundle").verdict
+    assert (v.category.value, v.cause, v.root.signal) == ("comms", "nccl_network", "catalog.pt.rdzv_endpoint_bad_port")
+    assert "port" in v.title and "MASTER_PORT" in v.remediation[0]
+    _says_no_transport(v)
+
+
+@pytest.mark.parametrize("bundle,hint", [(AUDIT11 / "rdzv-nodelist/bundle", "scontrol show hostnames"),
+                                         (ROOT / "fixtures/lab/comms_setup/output/crlf_addr", "dos2unix")])
+def test_a_host_no_name_can_be_speaks_of_the_endpoint(bundle, hint):
+    v = analyze(bundle).verdict
+    assert (v.category.value, v.cause, v.root.signal) == ("comms", "nccl_network", "catalog.pt.rdzv_endpoint_bad_host")
+    assert "host" in v.title and any(hint in r for r in v.remediation)
+    _says_no_transport(v)
+
+
+def test_any_other_network_reading_keeps_the_transport_wording():
+    v = analyze(ROOT / "fixtures/lab/comms_setup/output/syn_drop").verdict
+    assert v.cause == "nccl_network" and v.title.startswith("NCCL network transport failed")
+
+
+# ---- H1, L3: c10d's per-attempt store lookups and connects are one weak sign whatever their errno,
+# dropped when a later line of the same file shows the store was reached; their errno reads the cause
+# only when the connect's own final failure follows (pytorch catalog errno_attempt_entries,
+# store_reached_kinds, connect_failed_entries).  REAL: fixtures/lab/audit11 latename-healthy (both ranks
+# exit 0), latename-peer-oom (rank 0 killed by its memory cgroup, rank 1 dies of gloo's reset);
+# fixtures/lab/comms_setup bad_name (the name never resolves: the connect times out).
+def test_a_retried_lookup_of_a_job_that_then_trained_and_exited_0_claims_nothing():
+    assert (AUDIT11 / "latename-healthy/exits.txt").read_text().split() == ["rank0", "exit", "0", "rank1", "exit", "0"]
+    v = analyze(AUDIT11 / "latename-healthy/bundle").verdict
+    assert v.cause == "unknown" and v.confidence < 0.35
+    assert "catalog: pt.store_addr_unresolved x4 -> nccl_network (0.25, subsystem), first at rank1.log:1" in v.trace
+
+
+def test_a_retried_lookup_followed_by_a_gloo_pair_error_is_dropped_and_the_peers_oom_is_not_the_network():
+    assert "Memory cgroup out of memory: Killed process" in (AUDIT11 / "latename-peer-oom/dmesg_tail.txt").read_text()
+    v = analyze(AUDIT11 / "latename-peer-oom/bundle").verdict
+    assert v.cause != "nccl_network" and v.category.value != "comms"
+    assert any(t.startswith("catalog: pt.store_addr_unresolved on rank1.log:1 not counted") for t in v.trace)
+
+
+def test_lookups_that_end_in_the_connects_timeout_still_read_the_name():
+    v = analyze(ROOT / "fixtures/lab/comms_setup/output/bad_name").verdict
+    assert (v.category.value, v.cause) == ("comms", "nccl_network")
+    assert any("ended in the connect's final failure" in t for t in v.trace)
+    assert v.root.signal == "catalog.pt.store_addr_unresolved" and v.root.strength == "strong"
+
+
+def test_the_store_name_is_read_from_the_lines_that_end_a_connect_only():
+    from postmortem.classify.rules.peer_path import _store_names
+    from postmortem.knowledge.registry import SIGN
+    import re
+
+    pattern = re.compile(SIGN.net_name_resolves_apart.params["store_host"])
+    healthy = analyze(AUDIT11 / "latename-healthy/bundle").case
+    assert _store_names(healthy, pattern) == {}   # 'network addresses of (trainer-0, ...)': an attempt
+    failed = analyze(ROOT / "fixtures/lab/comms_setup/output/bad_name").case
+    assert list(_store_names(failed, pattern)) == ["trainer-0.invalid"]
+    assert "trying to connect to" in _store_names(failed, pattern)["trainer-0.invalid"].text

@@ -132,10 +132,20 @@ def test_a_container_runtime_refusal_is_the_setup(tmp_path, name, make, cause):
 _C10D = "[W1201 10:00:00.123456789 socket.cpp:752] [c10d] The client socket has failed to connect to %s (errno: %d - %s)."
 
 
+# socket.cpp throwTimeoutError (C10D_ERROR): the connect's own final failure, after its attempts
+_C10D_TIMEOUT = ("[E1201 10:00:20.123456789 socket.cpp:1028] [c10d] The client socket has timed out after 20000ms "
+                 "while trying to connect to (node-0.cluster, 29500).")
+
+
 @pytest.mark.parametrize("errno,text", [(110, "Connection timed out"), (113, "No route to host")])
 def test_a_store_address_that_never_answers_is_the_network(tmp_path, errno, text):
-    v = _analysis(tmp_path, "stderr.txt", _C10D % ("[node-0.cluster]:29500", errno, text)).verdict
+    attempt = _C10D % ("[node-0.cluster]:29500", errno, text)
+    v = _analysis(tmp_path, "stderr.txt", attempt + "\n" + _C10D_TIMEOUT).verdict
     assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+    # one attempt alone, which c10d retries, is one weak sign whatever its errno (audit 11 H1)
+    (tmp_path / "alone").mkdir()
+    alone = _analysis(tmp_path / "alone", "stderr.txt", attempt).verdict
+    assert alone.cause == "unknown" and any("leaning nccl_network" in t for t in alone.trace)
 
 
 def test_a_refused_store_connection_says_only_that_nothing_listened_yet(tmp_path):

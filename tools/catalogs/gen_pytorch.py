@@ -356,6 +356,32 @@ ERRNO_ATTEMPT_ENTRIES = ["pt.store_bind_failed", "pt.store_listen_on_failed"]
 RETRIED_ENTRIES = ["pt.store_connect_failed", "pt.store_connect_failed_any", "pt.store_bind_failed",
                    "pt.store_listen_on_failed", "pt.store_addr_unresolved", "pt.store_syn_unanswered"]
 
+# Every per-attempt warning is one weak sign whatever its errno (audit 11 H1): c10d prints it for an
+# attempt and retries until the connect timeout; only the client's final "The client socket has timed
+# out after ... while trying to connect" says the connect failed (pt.store_client_timeout).
+ERRNO_ATTEMPT_ENTRIES = ERRNO_ATTEMPT_ENTRIES + [e for e in RETRIED_ENTRIES if e not in ERRNO_ATTEMPT_ENTRIES]
+
+# What a process can print only once its store connect succeeded (rules/catalog.py drops the retried
+# attempts of a file that shows one later, audit 11 H1): init_process_group returns only after the
+# store was reached, and everything below runs after it -- the job's steps, NCCL (its unique id comes
+# through the store), gloo's full-mesh connect (pair addresses exchanged through the store) and its
+# pairs' errors, a collective's watchdog, a store get of the NCCL unique id that timed out.
+STORE_REACHED_KINDS = ["msg.rank_step", "msg.progress_bar", "msg.nccl_connection_closed", "msg.watchdog_timeout",
+                       "msg.watchdog_exception_at_work", "msg.heartbeat_monitor_timeout", "msg.nccl_uniqueid_store_timeout",
+                       "msg.nccl_mismatched_collective", "msg.gloo_loopback_fallback", "msg.gloo_connect_unreachable",
+                       "msg.gloo_address_family_mismatch", "msg.gloo_device_address_not_found",
+                       "msg.gloo_established_socket_error", "msg.gloo_connect_failed", "msg.gloo_timeout"]
+STORE_REACHED_KIND_PREFIXES = ["nccl."]   # any line NCCL itself prints (postmortem/parsers/nccl.py)
+
+# The connect's own final failure: SocketConnectOp::throwTimeoutError "The client socket has timed out
+# after {} while trying to connect to ({}, {})." ends the retries.  An errno-read attempt of the same
+# file before it is why the connect failed, and reads as specifically as the errno says (rules/catalog.py).
+CONNECT_FAILED_ENTRIES = ["pt.store_client_timeout"]
+# ... and the other lines that end it: TCPStore.cpp's last try ("TCP client failed to connect/validate
+# to host {}:{} - timed out (try=..."; '- retrying' before it is one more attempt) and the DistNetworkError
+# / DistStoreError the process then raises (torch/csrc/distributed/c10d: a c10::DistError subclass).
+CONNECT_FAILED_TEXT = [r"TCP client failed to connect/validate to host \S{1,260} - timed out", r"\bDist(?:Network|Store)Error\b"]
+
 
 def template_to_regex(t: str) -> str:
     parts = re.split(r"(\{d\}|\{\})", t)
@@ -442,7 +468,9 @@ def main(argv: list[str]) -> int:
            "version": version, "commit": PYTORCH_COMMIT, "generator": "tools/catalogs/gen_pytorch.py",
            "signal_readings": SIGNAL_READINGS, "errno_readings": ERRNO_READINGS, "errno_entry_readings": ERRNO_ENTRY_READINGS,
            "errno_attempt_entries": ERRNO_ATTEMPT_ENTRIES,
-           "retried_entries": RETRIED_ENTRIES, "entries": entries}
+           "retried_entries": RETRIED_ENTRIES, "store_reached_kinds": STORE_REACHED_KINDS,
+           "store_reached_kind_prefixes": STORE_REACHED_KIND_PREFIXES,
+           "connect_failed_entries": CONNECT_FAILED_ENTRIES, "connect_failed_text": CONNECT_FAILED_TEXT, "entries": entries}
     json.dump(out, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")
     return 0

@@ -119,8 +119,10 @@ def _init_failed(text: str, found: list[catalog.Match]) -> list[catalog.Match]:
 
 def _drop_retried_attempts(case, groups: dict, trace: list[str], rule: str) -> None:
     """A failed attempt c10d retries (the pytorch catalog's retried_entries: a connect or bind of
-    the store) followed in its own file by the job's progress (a rank's step line, a progress
-    bar) was retried with success: the job got past it, so it is no sign of a later failure."""
+    the store) followed in its own file by a line only a process past its store connect prints (the
+    catalog's store_reached_kinds: a rank's step line, a progress bar, any NCCL line, gloo's pair
+    connect or a pair's error, a collective's watchdog) was retried with success: the job got past
+    it, so it is no sign of a later failure (audit 11 H1)."""
     if not any(key[0].startswith("pt.") for key in groups):
         return
     from postmortem.knowledge import catalog  # the catalogs' module only when read (startup)
@@ -128,17 +130,54 @@ def _drop_retried_attempts(case, groups: dict, trace: list[str], rule: str) -> N
     attempts = set(catalog.data("pytorch").get("retried_entries", ()))
     if not any(key[0] in attempts for key in groups):
         return
-    progress: dict[str, int] = {}
-    for e in events_of(case, {KIND.msg_rank_step, KIND.msg_progress_bar}):
-        progress[e.ref.path] = max(progress.get(e.ref.path, -1), e.ref.line or -1)
+    data = catalog.data("pytorch")
+    reached_kinds = set(data.get("store_reached_kinds", ()))
+    prefixes = tuple(data.get("store_reached_kind_prefixes", ()))
+    progress: dict[str, int] = {}   # per file, the last line that shows the store was reached
+    for e in case.events:
+        if e.kind in reached_kinds or (prefixes and e.kind.startswith(prefixes)):
+            progress[e.ref.path] = max(progress.get(e.ref.path, -1), e.ref.line or -1)
     for key in [key for key in groups if key[0] in attempts]:
         kept = [e for e in groups[key] if (e.ref.line or 0) >= progress.get(e.ref.path, -1)]
         if len(kept) < len(groups[key]):
             gone = next(e for e in groups[key] if e not in kept)
             trace.append(f"{rule}: {key[0]} on {gone.ref.describe()} not counted: a failed attempt c10d retries, "
-                         "and the job got past it (a progress line of the same file follows: the retry succeeded)")
+                         "and the job got past it (a line of the same file that only a process past its store connect prints "
+                         "follows: the retry succeeded)")
         if kept:
             groups[key] = kept
+        else:
+            del groups[key]
+
+
+def _attempts_that_failed(case, groups: dict, details: dict, trace: list[str], rule: str) -> None:
+    """A per-attempt warning is one weak sign whatever its errno (the catalog's errno_attempt_entries),
+    until the connect's final failure (connect_failed_entries: the client's timeout) follows in the
+    same file: then the attempts before it are why it failed, and their errno reads the cause as
+    specifically as any errno does (audit 11 H1)."""
+    from postmortem.knowledge import catalog  # the catalogs' module only when read (startup)
+
+    data = catalog.data("pytorch")
+    attempts, final = set(data.get("errno_attempt_entries", ())), set(data.get("connect_failed_entries", ()))
+    ending = [re.compile(p) for p in data.get("connect_failed_text", ())]
+    ends: dict[str, int] = {}
+    finals = [e for (eid, _, _), events in groups.items() if eid in final for e in events]
+    if any(key[0] in attempts for key in groups):
+        finals += [e for e in case.events if any(p.search(e.text or "") for p in ending)]
+    for e in finals:
+        ends[e.ref.path] = max(ends.get(e.ref.path, -1), e.ref.line or -1)
+    for key in [key for key in groups if key[0] in attempts and key[2] == "subsystem" and details.get(key)]:
+        failed = [e for e in groups[key] if (e.ref.line or 0) <= ends.get(e.ref.path, -1)]
+        if not failed:
+            continue
+        trace.append(f"{rule}: {key[0]} ({details[key]}) on {failed[0].ref.describe()} ended in the connect's "
+                     "final failure: the attempts' errno is why it failed")
+        rest = [e for e in groups[key] if e not in failed]
+        up = (key[0], key[1], "specific")
+        groups[up] = groups.get(up, []) + failed
+        details.setdefault(up, details[key])
+        if rest:
+            groups[key] = rest
         else:
             del groups[key]
 
@@ -189,6 +228,7 @@ class CatalogReadings(Rule):
                 groups[key].append(e)
                 details.setdefault(key, m.detail)
         _drop_retried_attempts(case, groups, trace, self.id)
+        _attempts_that_failed(case, groups, details, trace, self.id)
         if not groups:
             return []
         readings = _readings()
@@ -206,7 +246,9 @@ class CatalogReadings(Rule):
             # stay one weak sign (readings.toml: a weak sign never claims alone).
             w = _repeat(sign.weight, len(events)) if strength == "specific" else sign.weight
             what = details[(eid, cause, strength)] or entry.message or entry.name
-            summary = (f"{len(events)} line(s) the {entry.catalog} catalog reads as {k.causes[cause].title}: "
+            # the cause's wording for this reading when it has one (causes.toml by_reading, audit 11 M2)
+            title = next((w.title for s, w in k.causes[cause].by_reading if s == sign.id), k.causes[cause].title)
+            summary = (f"{len(events)} line(s) the {entry.catalog} catalog reads as {title}: "
                        f"{what[:120]} ({entry.why}; {strength})")
             trace.append(f"{self.id}: {eid} x{len(events)} -> {cause} ({w:.2f}, {strength}), "
                          f"first at {events[0].ref.describe()}")
