@@ -157,6 +157,8 @@ BLIND_SWEEP_HALVES = (
     ("frozen/sweep-2026-12i", _LAB_AND_GH, 31, 16, 12, 0, "ninth sweep, frozen half, 700564b"),
     ("validation28", _LAB_AND_GH + ("lab-d",), 31, 20, 18, 0, "tenth sweep, development half, 0aafd04"),
     ("frozen/sweep-2026-12j", _LAB_AND_GH + ("lab-d",), 37, 25, 17, 0, "tenth sweep, frozen half, 0aafd04"),
+    ("validation29", _LAB_AND_GH + ("lab-d",), 31, 15, 14, 0, "eleventh sweep, development half, e651c5c"),
+    ("frozen/sweep-2026-12k", _LAB_AND_GH + ("lab-d",), 34, 20, 15, 0, "eleventh sweep, frozen half, e651c5c"),
 )
 
 
