@@ -198,7 +198,7 @@ def _verdict(case: Case, k: Knowledge, root_cause: str, root_findings: list[Find
     cause = k.causes[root_cause]
     if cause.without_timeout is not None and not events_of(case, TIMEOUT_KINDS):
         cause = cause.without_timeout   # a hang with no timeout: speak of none (audit 11 L2)
-    cause = next((w for signal, w in cause.by_reading if signal == root.signal), cause)   # audit 11 M2
+    cause = cause.for_reading(root.signal)   # a reading that names the fault more exactly (audit 11 M2)
     advice = _specific_advice(root_findings, k)
     return Verdict(
         category=Category(cause.category), cause=root_cause, confidence=_confidence(root_cause, contenders, k),

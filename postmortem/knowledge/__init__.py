@@ -56,6 +56,10 @@ class Cause:
         """Commands, then prose steps: the one list of older versions (JSON `next_steps`)."""
         return self.commands + self.steps
 
+    def for_reading(self, signal: str) -> "Cause":
+        """This cause as worded for the reading `signal` (by_reading), else itself."""
+        return next((w for s, w in self.by_reading if s == signal), self)
+
 
 @dataclass(frozen=True, slots=True)
 class XidInfo:
@@ -200,10 +204,7 @@ def _by_reading(cid: str, category: str, e: dict, where: str) -> tuple[tuple[str
     out = []
     for name, w in (e.get("by_reading") or {}).items():
         at = f"{where}.by_reading.{name}"
-        wording = Cause(id=cid, category=category, title=_need(w, "title", at), explanation=_need(w, "explanation", at),
-                        remediation=tuple(_need(w, "remediation", at, list)), commands=tuple(_str_list(w, "commands", at)),
-                        steps=tuple(_str_list(w, "steps", at)), collect=tuple(w.get("collect", e.get("collect", []))),
-                        source=w.get("source", e.get("source", "")), explains=tuple(e.get("explains", [])))
+        wording = _wording(cid, category, e, w, at)
         out.extend((signal, wording) for signal in _str_list(w, "signals", at))
     return tuple(out)
 
@@ -211,13 +212,16 @@ def _by_reading(cid: str, category: str, e: dict, where: str) -> tuple[tuple[str
 def _without_timeout(cid: str, category: str, e: dict, where: str) -> "Cause | None":
     """A cause's [<id>.without_timeout] table: its wording for a hang with no timeout."""
     w = e.get("without_timeout")
-    if w is None:
-        return None
-    where += ".without_timeout"
-    return Cause(id=cid, category=category, title=_need(w, "title", where), explanation=_need(w, "explanation", where),
-                 remediation=tuple(_need(w, "remediation", where, list)), commands=tuple(_str_list(w, "commands", where)),
-                 steps=tuple(_str_list(w, "steps", where)), collect=tuple(w.get("collect", e.get("collect", []))),
-                 source=e.get("source", ""), explains=tuple(e.get("explains", [])))
+    return None if w is None else _wording(cid, category, e, w, where + ".without_timeout")
+
+
+def _wording(cid: str, category: str, e: dict, w: dict, at: str) -> "Cause":
+    """One cause in other words (table `w` under entry `e`): its own title, explanation, fixes and
+    checks; collect, source and explains from the entry unless the table names its own."""
+    return Cause(id=cid, category=category, title=_need(w, "title", at), explanation=_need(w, "explanation", at),
+                 remediation=tuple(_need(w, "remediation", at, list)), commands=tuple(_str_list(w, "commands", at)),
+                 steps=tuple(_str_list(w, "steps", at)), collect=tuple(w.get("collect", e.get("collect", []))),
+                 source=w.get("source", e.get("source", "")), explains=tuple(e.get("explains", [])))
 
 
 def parse_xids(data: dict, origin: str) -> dict[int, XidInfo]:

@@ -247,7 +247,7 @@ class CatalogReadings(Rule):
             w = _repeat(sign.weight, len(events)) if strength == "specific" else sign.weight
             what = details[(eid, cause, strength)] or entry.message or entry.name
             # the cause's wording for this reading when it has one (causes.toml by_reading, audit 11 M2)
-            title = next((w.title for s, w in k.causes[cause].by_reading if s == sign.id), k.causes[cause].title)
+            title = k.causes[cause].for_reading(sign.id).title
             summary = (f"{len(events)} line(s) the {entry.catalog} catalog reads as {title}: "
                        f"{what[:120]} ({entry.why}; {strength})")
             trace.append(f"{self.id}: {eid} x{len(events)} -> {cause} ({w:.2f}, {strength}), "
