@@ -495,6 +495,12 @@ def argument_error_classes() -> frozenset[str]:
     return frozenset(_read("python_exceptions.json")["classes"])
 
 
+def strerror_texts() -> frozenset[str]:
+    """The C library's strerror(3) texts of every errno (tools/catalogs/gen_python_exceptions.py):
+    what a library prints when it wraps a failed OS call in its own exception."""
+    return frozenset(_read("python_exceptions.json").get("strerror", {}).values())
+
+
 def catalogs() -> dict[str, dict]:
     """Each catalog's header (upstream, version, generator) without its entries."""
     return {name: {k: v for k, v in _catalog(name)[0].items() if k not in ("entries", "results", "file_rules")}

@@ -15,6 +15,13 @@ by zero, a result too large to represent).  Dropped: any class that is also an O
 (io.UnsupportedOperation is both an OSError and a ValueError: the file's state) or a
 RuntimeError, or a Warning.
 
+Also: the C library's error texts, strerror(3) of every errno the platform defines, as
+os.strerror returns them (glibc's string/_strerror.c over its errlist).  A library that failed an
+OS call and wraps it in its own exception prints the errno's text, not "[Errno N]": PyTorch's
+C++ (caffe2 inline_container.cc: "open file failed with strerror: Read-only file system", c10
+SocketError, gloo's "Read error ...: Connection reset by peer").  Those texts say an OS call
+failed on the system's state (rules/app.py app.exception_every_rank sets such exceptions aside).
+
 Re-run with the interpreter whose library is to be read (the version is recorded):
     python3.11 tools/catalogs/gen_python_exceptions.py > postmortem/knowledge/catalogs/python_exceptions.json
 """
@@ -22,7 +29,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import errno
 import json
+import os
 import platform
 import sys
 import warnings
@@ -76,6 +85,12 @@ def classes() -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
+def strerror_texts() -> dict[str, str]:
+    """errno name -> the C library's text for it (os.strerror), every errno the platform names."""
+    return {name: os.strerror(num) for num, name in sorted(errno.errorcode.items())
+            if not os.strerror(num).startswith("Unknown error")}
+
+
 def main() -> None:
     json.dump({
         "catalog": "python_exceptions",
@@ -85,6 +100,8 @@ def main() -> None:
         "bases": [b.__name__ for b in BASES],
         "excluded_bases": [b.__name__ for b in NOT],
         "classes": classes(),
+        "libc": platform.libc_ver()[0] + " " + platform.libc_ver()[1],
+        "strerror": strerror_texts(),
     }, sys.stdout, indent=1)
     sys.stdout.write("\n")
 

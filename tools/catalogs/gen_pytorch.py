@@ -277,6 +277,26 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
     # after the eighth sweep's first-seen score).
     ("pt.backward_invalid_gradient", "misuse", WHEEL, "invalid gradient at index {d} - got {} but expected shape compatible with {}",
      "app_error", "specific", "a backward function returned a gradient of the wrong shape: the job's custom autograd.Function (or custom op) computes its gradient for another shape than its input"),
+    # DDP's Reducer (torch/csrc/distributed/c10d/reducer.cpp), under static_graph=True: a parameter
+    # the recorded first iteration left unused takes part in a later backward ("Your training graph
+    # has changed in this iteration ..." -- c10::str pieces, hence the {} between them).  It compares
+    # the job's own model and loss with its DDP settings; no network, driver or limit reaches it.
+    # (Its sibling raised in the next forward, ensure_prior_reduction_finished's "Expected to have
+    # finished reduction in the prior iteration", is messages.toml ddp_unfinished_reduction.)  Seen
+    # in validation29 lab11-ddp-static-graph-aux-head-every-10-steps (both ranks, in backward).
+    ("pt.ddp_static_graph_changed", "misuse", WHEEL,
+     "Your training graph has changed in this iteration, {}compatible with static_graph set to True.",
+     "app_error", "specific", "DDP was built with static_graph=True but the job's model used a parameter the first iteration left unused (a head or branch used only on some steps): the job's model and DDP settings"),
+    # torch/serialization.py torch.load: mmap=True reads the zip format's records in place; a file
+    # saved with _use_new_zipfile_serialization=False (the legacy format) cannot be, and
+    # weights_only=True refuses the even older .tar format -- each a check of the job's load call
+    # against the file its own tools wrote.  REAL: fixtures/lab/rank_raises_through.sh (mmap_legacy).
+    ("pt.load_mmap_legacy_format", "checkpoint", WHEEL,
+     "mmap can only be used with files saved with `torch.save({}_use_new_zipfile_serialization=True)",
+     "app_error", "specific", "torch.load(mmap=True) of a checkpoint saved in the legacy format (_use_new_zipfile_serialization=False): the job's load call and the tool that wrote the file disagree"),
+    ("pt.load_weights_only_legacy_tar", "checkpoint", WHEEL,
+     "Cannot use ``weights_only=True`` with files saved in the legacy .tar format.",
+     "app_error", "specific", "torch.load(weights_only=True) of a checkpoint in the pre-1.0 .tar format: the job's load call and its old checkpoint disagree"),
     # torch/distributed/distributed_c10d.py _get_default_group: a collective (or DDP) called
     # before init_process_group in this process -- the job's code or its launch skipped the init.
     ("pt.default_pg_not_initialized", "misuse", WHEEL, "Default process group has not been initialized, please make sure to call init_process_group.",

@@ -88,6 +88,7 @@ def exception_sign(case: Case, e: Event):
     own = [f for f in (stack.frames if stack else ()) if _own_frame(f)]
     return (SIGN.app_native_module_noexec if noexec_mount_of(case, e) is not None
             else SIGN.app_exception_in_own_code if _raised_in_own_code(case, e)
+            else SIGN.app_import_from_own_file if own and _imported_from_own_file(case, e)
             else SIGN.storage_remote_service_error if _remote_service_failure(e)
             else SIGN.app_exception_in_dataset if stack and _in_dataset_fetch(stack) and not _os_error(e)
             else SIGN.app_exception_argument_error if stack and own and (
@@ -162,6 +163,9 @@ class AppError(Rule):
             trace.append(f"{self.id}: {exc.ref.describe()} is read by the catalog ({read.id}): one sign")
         elif exc is not None:
             out.append(self._exception_finding(case, k, exc, trace))
+        alike = _every_rank_alike(case, exc) if exc is not None else []
+        if alike:
+            out.append(self._every_rank_finding(case, k, exc, alike, trace))
         fault = next((e for e in events_of(case, _SIGNAL_DEATHS) if e.ref.path not in kernel_files
                       and any(died_of(e, s) for s in _param(SIGN.app_native_fault.id, "signals"))), None)
         if fault is None:
@@ -238,6 +242,11 @@ class AppError(Rule):
             trace.append(f"{self.id}: the shared object is under {mount.value}, mounted noexec ({mount.ref.describe()})")
             refs = (*refs, mount.ref)
             return sign_finding(k, sign, self.id, summary, [e], str(e.data.get("type") or "exception"), extra_refs=refs)
+        if sign is SIGN.app_import_from_own_file:
+            path = _imported_from_own_file(case, e)
+            summary += (f" — the module was loaded from {path}, a file in the job's own folder: the job's module lacks"
+                        " the name, or a file of the job's shadows the library module of that name")
+            trace.append(f"{self.id}: the import loaded {path}, one of the job's own files")
         if sign is SIGN.storage_remote_service_error:
             trace.append(f"{self.id}: the exception reports a remote service's failure, not the job's code or data")
         errno = _errno_of(e) if not _terminal_call(e) else None
@@ -249,6 +258,18 @@ class AppError(Rule):
             trace.append(f"{self.id}: errno {errno} reports the filesystem's state, not the job's code")
             sign = SIGN.app_exception
         return sign_finding(k, sign, self.id, summary, [e], str(e.data.get("type") or "exception"), extra_refs=refs)
+
+    def _every_rank_finding(self, case: Case, k, exc: Event, alike: list[Event], trace: list[str]):
+        """The second sign (signals.toml app.exception_every_rank): the other ranks' lines."""
+        ranks = sorted({e.rank for e in (exc, *alike) if e.rank is not None})
+        site = _own_site(case, exc)
+        where = f"{site.file.rsplit('/', 1)[-1]}:{site.line}" if site and site.file else "one line of the job's code"
+        summary = (f"every rank that printed a traceback (ranks {', '.join(map(str, ranks))}) raised the same "
+                   f"{str(exc.data.get('type') or 'exception')} at {where}: the program failing alike on each rank "
+                   "-- no one host's fault or a peer's death makes every rank raise this at its own line")
+        trace.append(f"{self.id}: ranks {ranks} raised the same exception at {where} ({', '.join(e.ref.describe() for e in alike[:4])})")
+        return sign_finding(k, SIGN.app_exception_every_rank, self.id, summary, alike,
+                            str(exc.data.get("type") or "exception"), culprits=tuple(ranks))
 
     def _native_finding(self, case: Case, k, e: Event, trace: list[str]):
         signal = next(s for s in (*_param(SIGN.app_native_fault.id, "signals"), *_param(SIGN.app_native_fault.id, "abort_signals"))
@@ -263,6 +284,10 @@ class AppError(Rule):
         at_own = asserted is not None or (not aborted and crashed is not None and _fault_site_is_own(crashed.frames, job_dirs))
         top = ", ".join(_frame_text(f) for f in (own or list(crashed.frames if crashed else ()))[:3])
         summary = f"{_who(e)} died of {signal}" + (f" in {top}" if top else "")
+        site_now = _fault_site(crashed.frames) if crashed is not None and at_own and not asserted else None
+        if site_now is not None and _interpreter_frame(site_now):
+            summary += (f" — the Python interpreter's C API ({_frame_text(site_now)}) faulted on the call the job's"
+                        " native code made (a call without the GIL, an object it holds no reference to)")
         if aborted and asserted is None and crashed is not None and _heap_state_check(crashed):
             summary += (" — glibc found its heap corrupted while serving an allocation: an earlier write past a"
                         " chunk, by whatever code of the process made it")
@@ -283,6 +308,97 @@ class AppError(Rule):
         sign = (SIGN.app_native_frames if at_own else SIGN.app_native_recursion if recursing is not None
                 else SIGN.app_native_fault)
         return sign_finding(k, sign, self.id, summary, [e], signal, extra_refs=refs)
+
+
+def _own_site(case: Case, e: Event) -> Frame | None:
+    """The innermost frame of the job's own files in the exception's traceback."""
+    stack = _traceback_of(case, e)
+    return next((f for f in (stack.frames if stack else ()) if _own_frame(f)), None)
+
+
+def _raise_key(case: Case, e: Event, noise: re.Pattern[str]) -> tuple | None:
+    """What two ranks' exceptions must share to be one failure of the program: the type, the
+    message with its numbers aside, and the innermost frame of the job's own files."""
+    site = _own_site(case, e)
+    if site is None:
+        return None
+    etype = str(e.data.get("type") or "").rsplit(".", 1)[-1]
+    return etype, noise.sub("#", str(e.data.get("message") or e.text or "").strip()), site.file, site.line
+
+
+def _every_rank_alike(case: Case, exc: Event) -> list[Event]:
+    """The other ranks' exception lines when every rank that printed a traceback raised what
+    `exc` is, at the same line of the job's own code, and two ranks or more did (signals.toml
+    app.exception_every_rank); [] otherwise.  Only for an exception app.exception itself reads
+    as the job's (no errno, no storage or service reading): own_exception already set aside the
+    fallout, communication and other causes' messages."""
+    sign_id = SIGN.app_exception_every_rank.id
+    if _os_call_failed(exc) or _resource_exhausted(exc, sign_id) or exception_sign(case, exc).cause != SIGN.app_exception.cause:
+        return []
+    noise = re.compile("|".join(_param(sign_id, "message_noise")))
+    key = _raise_key(case, exc, noise)
+    if key is None:
+        return []
+    launcher = set(_param(sign_id, "launcher_types"))
+    handlers = handler_fallout(case)
+    ranks: set[tuple] = set()
+    alike: list[Event] = []
+    for e in events_of(case, KIND.py_exception):
+        if str(e.data.get("type") or "").rsplit(".", 1)[-1] in launcher or (e.ref.path, e.ref.line) in handlers:
+            continue
+        other = _raise_key(case, e, noise)
+        if other is None:
+            continue   # no frame of the job's: a launcher's or a helper's own traceback
+        if other != key:
+            return []  # a rank raised something else: not every rank alike
+        if e.rank is not None:
+            ranks.add((e.host, e.rank))
+        if e is not exc:
+            alike.append(e)
+    return alike if len(ranks) >= 2 else []
+
+
+def _imported_from_own_file(case: Case, e: Event) -> str | None:
+    """The module file an ImportError's 'cannot import name N from M (<path>)' names, when it is
+    one of the job's own files (signals.toml app.import_from_own_file): under a folder of the
+    job's own Python files and not below an environment's library folder there; None otherwise."""
+    if str(e.data.get("type") or "").rsplit(".", 1)[-1] != "ImportError":
+        return None
+    message = str(e.data.get("message") or "").strip()
+    for pattern in _param(SIGN.app_import_from_own_file.id, "import_from"):
+        m = re.search(pattern, message)
+        if m is None:
+            continue
+        path = m.group(1)
+        home = next((d for d in _job_dirs(case) if path.startswith(d)), None)
+        if home is not None and not _LIBRARY_FILE.search(path) and not _LIBRARY_DIR_BELOW.search("/" + path[len(home):]):
+            return path
+    return None
+
+
+def _resource_exhausted(e: Event, sign_id: str) -> bool:
+    """The exception reports memory (or the stack) running out (signals.toml
+    app.exception_every_rank resource_types / resource_text)."""
+    etype = str(e.data.get("type") or "").rsplit(".", 1)[-1]
+    text = str(e.data.get("message") or e.text or "")
+    return etype in _param(sign_id, "resource_types") or any(re.search(p, text) for p in _param(sign_id, "resource_text"))
+
+
+def _os_call_failed(e: Event) -> bool:
+    """The exception reports a failed OS call: CPython's "[Errno N]", or the C library's text for
+    an errno inside a library's own message (torch's C++ 'open file failed with strerror: Read-only
+    file system'; catalogs/python_exceptions.json strerror)."""
+    if _errno_of(e) is not None:
+        return True
+    text = str(e.data.get("message") or e.text or "")
+    return any(t in text for t in _strerror_texts())
+
+
+@functools.cache
+def _strerror_texts() -> tuple[str, ...]:
+    from postmortem.knowledge import catalog  # here, not at the top: startup time (issue 17)
+
+    return tuple(sorted(catalog.strerror_texts()))
 
 
 def _recursion(frames) -> tuple[Frame, int] | None:
@@ -417,7 +533,31 @@ def _fault_site_is_own(frames, job_dirs: tuple[str, ...] = ()) -> bool:
         rest = below[below.index(site):]
         caller = next((f for f in rest if not _CTYPES_FILE.search(f.file or "")), None)
         return caller is not site and caller is not None and id(caller) in own
+    if site is not None and id(site) not in own and _interpreter_frame(site):
+        return _interpreter_called_by_own(below, site, own)
     return site is not None and id(site) in own
+
+
+def _interpreter_called_by_own(below: list[Frame], site: Frame, own: set[int]) -> bool:
+    """The fault site is the Python interpreter's C code and the native function that called it
+    (past the interpreter's and the C library's frames, not through the eval loop) is the job's
+    (signals.toml app.native_frames interpreter_modules/interpreter_sources/eval_frames)."""
+    rest = below[below.index(site):]
+    caller = next((f for f in rest if not _interpreter_frame(f) and not _c_library_frame(f)), None)
+    if caller is None or id(caller) not in own:
+        return False
+    evaluating = set(_param(SIGN.app_native_frames.id, "eval_frames"))
+    return not any((f.function or "") in evaluating for f in rest[:rest.index(caller)])
+
+
+def _interpreter_frame(f: Frame) -> bool:
+    """A native frame of the Python interpreter itself: its module, or its source tree."""
+    return f.language != "python" and bool(
+        _INTERPRETER_MODULE.search(f.module or "") or _INTERPRETER_SOURCE.search(f.file or ""))
+
+
+_INTERPRETER_MODULE = re.compile("|".join(_param(SIGN.app_native_frames.id, "interpreter_modules")) or r"(?!)")
+_INTERPRETER_SOURCE = re.compile("|".join(_param(SIGN.app_native_frames.id, "interpreter_sources")) or r"(?!)")
 
 
 _CTYPES_FILE = re.compile(r"/ctypes/[^/]*\.py$")
