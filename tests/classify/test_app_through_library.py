@@ -108,6 +108,8 @@ def test_a_rank_raising_at_another_line_breaks_the_agreement(tmp_path):
     ("lab-through-readonly", "open file failed with strerror: Read-only file system"),
     # memory: numpy refuses the allocation on every rank
     ("lab-through-alloc_all", "_ArrayMemoryError: Unable to allocate 64.0 TiB"),
+    # a CPU-only wheel asked for a GPU: raised in torch/cuda's lazy init on every rank
+    ("lab-through-cuda_on_cpu", "AssertionError: Torch not compiled with CUDA enabled"),
 ])
 def test_the_same_exception_everywhere_for_a_cause_outside_the_program_is_no_second_sign(tmp_path, name, line):
     text = _console(name)

@@ -335,6 +335,10 @@ def _every_rank_alike(case: Case, exc: Event) -> list[Event]:
     sign_id = SIGN.app_exception_every_rank.id
     if _os_call_failed(exc) or _resource_exhausted(exc, sign_id) or exception_sign(case, exc).cause != SIGN.app_exception.cause:
         return []
+    stack = _traceback_of(case, exc)
+    site = (stack.frames[0].file or "").replace("\\", "/") if stack and stack.frames else ""
+    if any(p in site for p in _param(sign_id, "not_raised_in")):
+        return []   # the device, its driver or the process group: alike on every rank of a host
     noise = re.compile("|".join(_param(sign_id, "message_noise")))
     key = _raise_key(case, exc, noise)
     if key is None:
