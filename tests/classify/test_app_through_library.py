@@ -165,3 +165,23 @@ def test_the_c_api_called_from_ctypes_itself_stays_a_lean(tmp_path):
     v = _copied(tmp_path, OUT / "lab-capi-pythonapi" / "bundle", "*")
     assert v.cause == "unknown"
     assert any(f.signal == "app.native_fault" for f in v.alternatives)
+
+
+def test_the_interpreter_stopping_on_a_reference_the_jobs_function_dropped_is_the_jobs(tmp_path):
+    bt = (OUT / "lab-refcount-release" / "bundle" / "gdb_bt.txt").read_text(encoding="utf-8")
+    assert "_Py_FatalRefcountErrorFunc" in bt and "release_slots" in bt and "signal SIGABRT" in bt
+    v = _copied(tmp_path, OUT / "lab-refcount-release" / "bundle", "*")
+    assert (v.category.value, v.cause) == ("config", "app_error")
+    assert v.root.signal == "app.native_frames" and "release_slots" in v.root.summary
+
+
+def test_a_refcount_that_runs_out_later_only_leans(tmp_path):
+    # the job's lookup() returned None without a reference; None's count ran out in list_dealloc
+    # under the eval loop: CPython's message says a C extension, the stack names none
+    bt = (OUT / "lab-refcount-lookup" / "bundle" / "gdb_bt.txt").read_text(encoding="utf-8")
+    frames = [ln for ln in bt.splitlines() if ln.startswith("#")]
+    assert any("list_dealloc" in ln for ln in frames) and not any(" lookup (" in ln for ln in frames)
+    v = _copied(tmp_path, OUT / "lab-refcount-lookup" / "bundle", "*")
+    assert v.cause == "unknown"
+    assert any(f.cause == "app_error" and f.signal == "msg.python_refcount_fatal" for f in v.alternatives)
+    assert not any(f.signal == "app.native_frames" for f in v.alternatives)

@@ -463,12 +463,33 @@ def _assert_caller(stack: Stack, job_dirs: tuple[str, ...] = ()) -> Frame | None
         while i < len(frames) and (frames[i].function or "") in allocator:
             i += 1
         hits = [i - 1]
-    if not hits or hits[-1] + 1 >= len(frames):
+    if not hits:
+        return _interpreter_fatal_caller(stack, job_dirs)
+    if hits[-1] + 1 >= len(frames):
         return None
     caller = frames[hits[-1] + 1]
     if _c_library_frame(caller) or (caller.module and not _own_module(caller.module, job_dirs)):
         return None   # glibc's own assertions (a mutex owner check ...) and a library's are not the job's
     return caller if caller.function else None
+
+
+def _interpreter_fatal_caller(stack: Stack, job_dirs: tuple[str, ...] = ()) -> Frame | None:
+    """The job's native function whose call made CPython stop on a broken invariant (signals.toml
+    app.native_fault interpreter_fatal_frames): past the outermost fatal-error frame, the first frame
+    outside the interpreter and the C library, when it is the job's and the walk did not pass the
+    eval loop; None otherwise."""
+    frames = list(stack.frames)
+    fatal = [i for i, f in enumerate(frames)
+             if (f.function or "") in _param(SIGN.app_native_fault.id, "interpreter_fatal_frames")]
+    if not fatal:
+        return None
+    rest = frames[fatal[-1] + 1:]
+    own = {id(f) for f in _own_frames(frames, job_dirs)}
+    caller = next((f for f in rest if not _interpreter_frame(f) and not _c_library_frame(f)), None)
+    if caller is None or id(caller) not in own:
+        return None
+    evaluating = set(_param(SIGN.app_native_frames.id, "eval_frames"))
+    return None if any((f.function or "") in evaluating for f in rest[:rest.index(caller)]) else caller
 
 
 def _heap_state_check(stack: Stack) -> bool:
