@@ -27,7 +27,9 @@ process: every artifact still gets its own clear message, never a traceback.
 from __future__ import annotations
 
 import itertools
-from itertools import accumulate
+from collections import deque
+from itertools import accumulate, repeat
+from operator import attrgetter
 import os
 import sys
 import time
@@ -108,6 +110,19 @@ def _encode(events: list[Event]) -> list[tuple]:
              e.stamp, e.host, e.pid, e.tid, e.rank, e.data, e.when, e.seq) for e in events]
 
 
+# An event as columns (a group's events cross the pipe field by field, see _columns): the
+# fields of its Ref, then its own, in the order _decode sets them.
+_REF_FIELDS = ("path", "line", "offset", "text", "record")
+_EVENT_FIELDS = ("kind", "text", "severity", "stamp", "host", "pid", "tid", "rank", "data", "when", "seq")
+_COLUMNS = tuple(attrgetter(f"ref.{f}") for f in _REF_FIELDS) + tuple(
+    attrgetter("severity.value" if f == "severity" else f) for f in _EVENT_FIELDS)
+
+
+def _columns(events: list[Event]) -> list[list]:
+    """A file's events for the pipe, field by field (_decode makes them again column by column)."""
+    return [list(map(get, events)) for get in _COLUMNS]
+
+
 def _read_group(start: int, stop: int, bytes_before: int) -> tuple:
     from postmortem.run import _Collected
 
@@ -128,7 +143,7 @@ def _read_group(start: int, stop: int, bytes_before: int) -> tuple:
     # (the copies folded as read, fold.AsRead, are in got.folded; their leaders grow here).
     parts, folded = fold.fold_parts(got.early.apply(got.events), list(accumulate(made for _, made, *_ in per_entry)))
     for row, part in zip(per_entry, parts):
-        row[1] = _encode(part)
+        row[1] = _columns(part)
     return per_entry, next(numbering), meter.notes, meter.stopped, folded + got.folded
 
 
@@ -142,15 +157,35 @@ def _classes() -> dict[str, int]:
 
 # -- the parent side -------------------------------------------------------------------------
 
-def _decode(rows: list[tuple], base: int) -> list[Event]:
-    sev = _SEVERITY
-    return [Event(kind, text, Ref(path, line, offset, rtext, record), sev[severity], stamp, host, pid, tid, rank,
-                  data, when, base + seq)
-            for (kind, text, path, line, offset, rtext, record, severity, stamp, host, pid, tid, rank, data, when, seq)
-            in rows]
+_NEW = object.__new__
+_REF_SET = tuple(getattr(Ref, f).__set__ for f in _REF_FIELDS)
+_EVENT_SET = tuple(getattr(Event, f).__set__ for f in _EVENT_FIELDS)
+_SET_REF = Event.ref.__set__
 
 
-def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable) -> int:
+def _decode(cols: list[list], base: int) -> list[Event]:
+    """The events of _columns(events), numbered from `base`: each Ref and Event given its
+    fields column by column through the slots' own setters (the fields the dataclass's
+    __init__ would set one object.__setattr__ call at a time; half the time for the
+    ~5,800 events a worker reads at 512 ranks, all of it on the serial path here)."""
+    n = len(cols[0])
+    if not n:
+        return []
+    refs = list(map(_NEW, repeat(Ref, n)))
+    for put, col in zip(_REF_SET, cols):
+        deque(map(put, refs, col), 0)
+    own = cols[len(_REF_FIELDS):]   # in _EVENT_FIELDS' order
+    own[2] = map(_SEVERITY.__getitem__, own[2])
+    own[-1] = [base + seq for seq in own[-1]]
+    events = list(map(_NEW, repeat(Event, n)))
+    deque(map(_SET_REF, events, refs), 0)
+    for put, col in zip(_EVENT_SET, own):
+        deque(map(put, events, col), 0)
+    return events
+
+
+def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable,
+                 meanwhile: Callable[[], object] | None = None) -> int:
     """Read `entries` into `got` with this process and `jobs - 1` worker processes, in the
     bundle's order; returns the index of the first entry not read (the caller reads the
     rest in this process).
@@ -160,7 +195,9 @@ def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable) 
     cross no pipe).  Group g of the rest goes to worker g % workers, which sends its
     groups' results, in order, down its own pipe; a thread per pipe drains it meanwhile
     (a full pipe would stop the worker), and the parent takes the results in the
-    bundle's order.  No executor: a worker killed (by us past the time limit, or by
+    bundle's order.  `meanwhile` is called once this process would otherwise wait for a
+    worker's result (work of its own that needs no result: run.py's later imports).  No
+    executor: a worker killed (by us past the time limit, or by
     anything else) leaves nothing behind that could wait for it, and a pipe whose writer
     died reads as ended."""
     global _STATE
@@ -200,12 +237,16 @@ def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable) 
             return mine_stop
         for g in range(own, len(spans)):
             start, stop = spans[g]
-            got_it = drains[(g - own) % workers_n].take(meter)
+            drain = drains[(g - own) % workers_n]
+            if meanwhile is not None and drain.results.empty():
+                meanwhile()
+                meanwhile = None
+            got_it = drain.take(meter)
             if got_it is None:  # past the time limit, dead, or failed outside the artifact guard
                 meter.out_of_time()
                 return start
             per_entry, used, notes, stopped, folded = got_it
-            events = sum(len(r[1]) for r in per_entry) + folded  # copies folded into an event count (fold.py)
+            events = sum(len(r[1][0]) for r in per_entry) + folded  # copies folded into an event count (fold.py)
             bytes_read = sum(r[4] for r in per_entry)
             budget_stop = stopped is not None and not stopped.startswith("time limit")
             if budget_stop or len(got.events) + got.folded + events > meter.budget.events \

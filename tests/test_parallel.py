@@ -38,7 +38,7 @@ def _both(path: Path, monkeypatch, budget: Budget = Budget(), scan_min: int | No
     one = run.analyze(path, run.Options(budget=budget, jobs=1))
     pools = []
     read_entries = parallel.read_entries
-    monkeypatch.setattr(parallel, "read_entries", lambda *a: pools.append(1) or read_entries(*a))
+    monkeypatch.setattr(parallel, "read_entries", lambda *a, **kw: pools.append(1) or read_entries(*a, **kw))
     two = run.analyze(path, run.Options(budget=budget, jobs=2))
     monkeypatch.setattr(parallel, "read_entries", read_entries)
     return one, two, bool(pools)
