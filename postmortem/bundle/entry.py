@@ -129,12 +129,12 @@ class MemberNames:
 def assign_hosts(entries: list[Entry]) -> list[Entry]:
     """One subfolder per host: when the bundle's top level is only folders (two or more)
     and they hold the logs, each folder name is taken as that host's name."""
-    tops = {PurePosixPath(e.path).parts[0] for e in entries if len(PurePosixPath(e.path).parts) > 1}
-    loose = [e for e in entries if len(PurePosixPath(e.path).parts) == 1 and not _is_bundle_meta(e.path)]
+    parts = [PurePosixPath(e.path).parts for e in entries]   # each path parsed once, not twice
+    tops = {p[0] for p in parts if len(p) > 1}
+    loose = [e for e, p in zip(entries, parts) if len(p) == 1 and not _is_bundle_meta(e.path)]
     if len(tops) < 2 or loose:
         return entries
-    return [Entry(e.path, e.size, e.mtime, e.open, PurePosixPath(e.path).parts[0], e.disk_path, e.note)
-            for e in entries]
+    return [Entry(e.path, e.size, e.mtime, e.open, p[0], e.disk_path, e.note) for e, p in zip(entries, parts)]
 
 
 def _is_bundle_meta(path: str) -> bool:

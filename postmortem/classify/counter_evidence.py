@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
+from operator import attrgetter
 
 from postmortem import signals
 from postmortem.stacks import traceback_of
@@ -362,7 +363,7 @@ def _fabric_needed(case: Case) -> bool:
     quoted in siderolabs/extensions#717; NVIDIA/gpu-operator#2781)."""
     if any(_FABRIC_NEEDED.search(e.text or "") for e in events_of(case, {KIND.msg_cuda_system_not_ready})):
         return True
-    if any(_FABRIC_NEEDED.search(e.text or "") for e in case.events if e.kind == KIND.py_exception):
+    if any(_FABRIC_NEEDED.search(e.text or "") for e in events_of(case, KIND.py_exception)):
         return True
     return any(re.fullmatch(r"gpu\.\d+\.name", f.name) and _SXM_BOARD.search(str(f.value)) for f in case.facts)
 
@@ -428,9 +429,15 @@ _ENOMEM = re.compile(r"\[Errno 12\] Cannot allocate memory|\(-?12\)[: ]+Cannot a
                      r"|Error code 12 \(Cannot allocate memory\)")
 
 
+_TEXT = attrgetter("text")
+
+
 def enomem_events(case: Case) -> list[Event]:
     """ENOMEM lines, less those whose traceback passes through a call that never locks memory
     (fork: its ENOMEM is the commit charge of a copy of the process, signals.toml params)."""
+    # One C-level search of every text first (NUL cannot be part of the phrase): most bundles print no ENOMEM.
+    if "Cannot allocate memory" not in "\0".join(filter(None, map(_TEXT, case.events))):
+        return []
     out = [e for e in case.events if "Cannot allocate memory" in (e.text or "") and _ENOMEM.search(e.text or "")]
     if not out:
         return out

@@ -11,6 +11,8 @@ import dataclasses
 import functools
 import re
 from datetime import datetime
+from itertools import compress
+from operator import attrgetter, not_
 from typing import Iterable
 
 from postmortem import signals
@@ -149,6 +151,13 @@ def died_of(e: Event, name: str) -> bool:
             or signals.of_exitcode(d.get("exitcode")) == name)
 
 _SIGNAL_KEYS = frozenset({"signal", "signame", "signo", "exitcode"})
+_DATA = attrgetter("data")
+
+
+def saying_a_signal(events) -> list[Event]:
+    """The events whose data holds a key died_of reads (for every other event it answers
+    False), found by C-level code: a rule asking about every event walks ~11,000 at 512 ranks."""
+    return list(compress(events, map(not_, map(_SIGNAL_KEYS.isdisjoint, map(_DATA, events)))))
 
 def _stack_mentions(stacks: Iterable[Stack], pattern: re.Pattern[str]) -> list[Stack]:
     return [s for s in stacks if any(pattern.search(f.function or "") or pattern.search(f.module or "")

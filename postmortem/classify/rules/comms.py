@@ -98,8 +98,8 @@ class HostOnlySocketInterface(Rule):
     def findings(self, case, k, trace):
         local = host_only_interface()
         hits: list[tuple[Event, str]] = []
-        for e in case.events:
-            if local is None or e.kind != KIND.nccl_network or e.data.get("network") not in ("Bootstrap", "Socket"):
+        for e in events_of(case, KIND.nccl_network) if local is not None else ():
+            if e.data.get("network") not in ("Bootstrap", "Socket"):
                 continue
             found = [d.split(":", 1)[0] for d in e.data.get("devices") or () if local.match(str(d))]
             if found:
@@ -210,7 +210,7 @@ class NcclStoppedDuringInit(Rule):
         nccl = events_of(case, _NCCL_KINDS)
         if not nccl:
             return []
-        completed = [e for e in nccl if e.kind == KIND.nccl_init and e.data.get("phase") == "COMPLETE"]
+        completed = [e for e in events_of(case, KIND.nccl_init) if e.data.get("phase") == "COMPLETE"]
         stalled = [e for e in events_of(case, KIND.msg_progress_bar) if str(e.data.get("pct")) == "0"
                    and (not completed or e.seq > max(c.seq for c in completed))]
         if completed and not stalled:

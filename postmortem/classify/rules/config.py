@@ -10,7 +10,8 @@ from postmortem import stacks as stacklib
 from postmortem.classify.counter_evidence import (_NETWORK_TEXT, _TEARDOWN, carries_another, effective_shm_size,
                                                   enomem_events, memory_plentiful)
 from postmortem.classify.rules.app import _traceback_of
-from postmortem.classify.rules.base import Rule, _first_bounds, _num, _stack_mentions, died_of, events_of, sign_finding
+from postmortem.classify.rules.base import (Rule, _first_bounds, _num, _stack_mentions, died_of, events_of, saying_a_signal,
+                                            sign_finding)
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
 from postmortem.model import Basis, Case, Event, Finding, Ref, Stack
 from postmortem.parsers import clocks
@@ -38,9 +39,7 @@ class ShmFullInPython(Rule):
 
     def findings(self, case, k, trace):
         read_only = _shm_mounted_read_only(case)
-        for e in case.events:
-            if e.kind != KIND.py_exception:
-                continue
+        for e in events_of(case, KIND.py_exception):
             errno = next((sign for pattern, sign in _SHM_ERRNO_SIGNS if pattern.search(e.text or "")), None)
             if errno is None:
                 continue
@@ -112,7 +111,7 @@ class SigbusContext(Rule):
     id = "sigbus-context"
 
     def findings(self, case, k, trace):
-        buses = [e for e in case.events if _is_sigbus(e)]
+        buses = [e for e in saying_a_signal(case.events) if _is_sigbus(e)]
         if not buses:
             return []
         core_hits = [e for e in events_of(case, KIND.core_signal) if _is_sigbus(e)]
