@@ -29,6 +29,9 @@ _TEXT_CUT = 300
 # digit 1-9 alike: a text with 2-9 written as 1 masks to the same row text.  Many texts
 # differ only in such digits (ranks, pids, addresses), so they are masked once.
 _ONE_FOR_DIGITS = bytes.maketrans(b"23456789", b"11111111")
+# Without an `x` no hex literal can start, so `0` masks like any digit too (rank and pid
+# prefixes differ in where their zeros are: 681 digit patterns at 512 ranks, 48 rows).
+_ONE_FOR_ZERO = bytes.maketrans(b"0", b"1")
 _SEQ, _KIND, _WHEN = attrgetter("seq"), attrgetter("kind"), attrgetter("when")
 _CONTEXT = methodcaller("get", "context")
 _MEMBERS = methodcaller("get", fold.MEMBERS)
@@ -81,7 +84,8 @@ def shown_events(events: Iterable[Event]) -> list[Event]:
     if not any(is_msg):
         return events
     msg_at = set(map(_REF_AT, compress(events, is_msg)))      # (path, line) of each known-message event
-    read = msg_at.intersection(at for at in map(_REF_AT, compress(events, map(not_, is_msg))) if at[1] is not None)
+    # (the lines of every other event met by C code; then only the few in common are looked at)
+    read = {at for at in msg_at.intersection(map(_REF_AT, compress(events, map(not_, is_msg)))) if at[1] is not None}
     # Only folded events carry members (fold.KIND); reading every event's data would cost more
     # than the rest of this function (one dict each, scattered in memory).
     for e in compress(events, map(fold.KIND.__eq__, kinds)):
@@ -119,8 +123,9 @@ def masked_texts(texts: Sequence[str]) -> list[str]:
     """`shape`'s masked text of each text, each distinct digit pattern masked once."""
     one = _ONE_FOR_DIGITS
     keys = [t.encode("utf-8", "surrogatepass").translate(one) for t in texts]
-    masked = {k: _MASK.sub("#", k.decode("utf-8", "surrogatepass"))[:_TEXT_CUT] for k in dict.fromkeys(keys)}
-    return list(map(masked.__getitem__, keys))
+    alike = {k: k if b"x" in k else k.translate(_ONE_FOR_ZERO) for k in dict.fromkeys(keys)}
+    masked = {k: _MASK.sub("#", k.decode("utf-8", "surrogatepass"))[:_TEXT_CUT] for k in dict.fromkeys(alike.values())}
+    return list(map(masked.__getitem__, map(alike.__getitem__, keys)))
 
 
 def row_keys(events: Sequence[Event]) -> list[tuple[str, str, str]]:

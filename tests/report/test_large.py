@@ -75,3 +75,18 @@ def test_streamed_json_writes_an_empty_list_as_a_list():
     doc = json.loads(jsonout.render(analysis))
     assert doc["stacks"] == [] and doc["facts"] == []
     assert doc == json.loads(json.dumps(jsonout.to_dict(analysis), default=str))
+
+
+def test_masked_texts_is_the_mask_of_each_text():
+    """rows.masked_texts masks each digit pattern once (a 0 like any digit where no `x` can
+    start a hex literal); the result is _MASK.sub of every text, whatever digits, zeros,
+    hex literals or non-ASCII digits it holds."""
+    import random
+
+    from postmortem.report import rows
+
+    rng = random.Random(17)
+    alphabet = "0123456789xXabcdefABCDEF :/_-.\u0660\u0661é"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(20000)]
+    texts += [f"node{r // 8:03d}:{10000 + r}:{10007 + r} NCCL INFO 0x{r * 977:x} x0 00x1 {r}" for r in range(600)]
+    assert rows.masked_texts(texts) == [rows._MASK.sub("#", t)[:rows._TEXT_CUT] for t in texts]
