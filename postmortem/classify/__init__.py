@@ -198,7 +198,9 @@ def _verdict(case: Case, k: Knowledge, root_cause: str, root_findings: list[Find
     cause = k.causes[root_cause]
     if cause.without_timeout is not None and not events_of(case, TIMEOUT_KINDS):
         cause = cause.without_timeout   # a hang with no timeout: speak of none (audit 11 L2)
-    cause = cause.for_reading(root.signal)   # a reading that names the fault more exactly (audit 11 M2)
+    # a reading that names the fault more exactly (audit 11 M2): the root's own, else another root
+    # finding's of the same cause (every rank alike beside the exception it qualifies, audit 12 L1)
+    cause = next((w for w in (cause.for_reading(f.signal) for f in (root, *root_findings[1:])) if w is not cause), cause)
     advice = _specific_advice(root_findings, k)
     return Verdict(
         category=Category(cause.category), cause=root_cause, confidence=_confidence(root_cause, contenders, k),

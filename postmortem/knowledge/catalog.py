@@ -501,6 +501,13 @@ def strerror_texts() -> frozenset[str]:
     return frozenset(_read("python_exceptions.json").get("strerror", {}).values())
 
 
+def os_error_classes() -> frozenset[str]:
+    """Exception classes that are an OSError by inheritance, by the name a traceback prints: the
+    standard library's and those of the network and storage clients the generator had installed
+    (tools/catalogs/gen_python_exceptions.py)."""
+    return frozenset(_read("python_exceptions.json").get("os_error_classes", {}))
+
+
 def catalogs() -> dict[str, dict]:
     """Each catalog's header (upstream, version, generator) without its entries."""
     return {name: {k: v for k, v in _catalog(name)[0].items() if k not in ("entries", "results", "file_rules")}

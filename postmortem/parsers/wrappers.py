@@ -110,8 +110,14 @@ def strip(text: str) -> tuple[str, int | None, str | None, Stamp | None]:
 _NOT_HOST_PREFIXES = ("slurmstepd", "srun", "sbatch", "salloc", "mpirun", "orted", "prterun")
 
 
+# A dotted exception name whose module has a digit (urllib3.exceptions.NewConnectionError, httpx2.ConnectError,
+# botocore's boto3 callers): CPython prints `module.Class: message`, the class capitalised, its name ending
+# as exception classes do (parsers/pytrace.py EXCEPTION_SUFFIXES) -- no host name is spelt so.
+_EXCEPTION_NAME = re.compile(r"(?:^|\.)_*[A-Z]\w*(?:Error|Exception|Warning|Interrupt|Exit|Failure)$")
+
+
 def _looks_like_host(word: str) -> bool:
     # Hosts in pdsh/deepspeed prefixes have a digit or a dash/dot (node12, gpu-a-3, worker-0.cluster).
-    if word.startswith(_NOT_HOST_PREFIXES):
+    if word.startswith(_NOT_HOST_PREFIXES) or _EXCEPTION_NAME.search(word):
         return False
     return any(c.isdigit() for c in word) or "-" in word

@@ -22,6 +22,15 @@ C++ (caffe2 inline_container.cc: "open file failed with strerror: Read-only file
 SocketError, gloo's "Read error ...: Connection reset by peer").  Those texts say an OS call
 failed on the system's state (rules/app.py app.exception_every_rank sets such exceptions aside).
 
+Also: every class that is an OSError by inheritance (os_error_classes), under its printed name: the
+standard library's (FileNotFoundError, socket.gaierror, urllib.error.URLError, ssl.SSLError ...) and
+those of the data and model-hub clients in LIBRARIES that the generating interpreter has installed
+(their versions are recorded).  An OSError reports the state of the system or of a remote the call
+reached -- a file, a mount, a connection, a service -- which every rank of a job shares; a library
+wraps a failed download in one without an errno (huggingface_hub.errors.LocalEntryNotFoundError is
+a FileNotFoundError: 'cannot find the requested files in the local cache ... check your connection').
+rules/app.py app.exception_every_rank sets such exceptions aside.
+
 Re-run with the interpreter whose library is to be read (the version is recorded):
     python3.11 tools/catalogs/gen_python_exceptions.py > postmortem/knowledge/catalogs/python_exceptions.json
 """
@@ -85,6 +94,51 @@ def classes() -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
+# Exception modules of clients that fetch data, models and files over the network or from shared
+# storage; only those importable in the generating interpreter are read.
+LIBRARIES = ("huggingface_hub.errors", "fsspec.exceptions", "requests.exceptions", "datasets.exceptions",
+             "botocore.exceptions", "s3fs.errors", "aiohttp.client_exceptions")
+
+# Standard-library submodules an import of their package does not load, whose exceptions are OSErrors
+# (urllib.request raises urllib.error.URLError for a failed connection, HTTPError for a server's answer).
+STDLIB_SUBMODULES = ("urllib.error",)
+
+
+def os_error_classes() -> tuple[dict[str, str], dict[str, str]]:
+    """(printed name -> the builtin OSError subclass it derives from, package -> version): every
+    OSError subclass of the standard library and of the LIBRARIES installed."""
+    found: dict[str, str] = {}
+    versions: dict[str, str] = {}
+    modules = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in ["builtins", *sorted(n for n in sys.stdlib_module_names if n not in SKIP and not n.startswith("_")),
+                     *STDLIB_SUBMODULES]:
+            try:
+                modules.append(importlib.import_module(name))
+            except Exception:   # noqa: BLE001 -- a module this platform lacks
+                continue
+        for name in LIBRARIES:
+            try:
+                modules.append(importlib.import_module(name))
+            except Exception:   # noqa: BLE001 -- not installed here
+                continue
+            top = name.split(".")[0]
+            versions[top] = str(getattr(importlib.import_module(top), "__version__", "?"))
+    for module in modules:
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if not issubclass(cls, OSError) or "<locals>" in cls.__qualname__:
+                continue
+            name = printed_name(cls)
+            top = name.split(".")[0]
+            if "." in name and top not in sys.stdlib_module_names and top not in versions:
+                continue   # a class another package defines and this module only imports
+            if "." in name and top.startswith("_"):
+                continue
+            found[name] = next(b.__name__ for b in cls.__mro__ if b.__module__ == "builtins")
+    return dict(sorted(found.items())), dict(sorted(versions.items()))
+
+
 def strerror_texts() -> dict[str, str]:
     """errno name -> the C library's text for it (os.strerror), every errno the platform names."""
     return {name: os.strerror(num) for num, name in sorted(errno.errorcode.items())
@@ -92,6 +146,7 @@ def strerror_texts() -> dict[str, str]:
 
 
 def main() -> None:
+    os_errors, libraries = os_error_classes()
     json.dump({
         "catalog": "python_exceptions",
         "upstream": "CPython standard library (the running interpreter's classes and their __mro__)",
@@ -102,6 +157,8 @@ def main() -> None:
         "classes": classes(),
         "libc": platform.libc_ver()[0] + " " + platform.libc_ver()[1],
         "strerror": strerror_texts(),
+        "os_error_classes": os_errors,
+        "os_error_libraries": libraries,
     }, sys.stdout, indent=1)
     sys.stdout.write("\n")
 

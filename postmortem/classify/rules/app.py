@@ -12,7 +12,7 @@ import itertools
 import re
 
 from postmortem import stacks as stack_code
-from postmortem.classify.rules.base import Rule, died_of, events_of, handler_fallout, sign_finding
+from postmortem.classify.rules.base import Rule, chain_links, died_of, events_of, handler_fallout, sign_finding
 from postmortem.knowledge.registry import KIND, SIGN, deaths, produced_by, registry
 from postmortem.model import Case, Event, Fact, Frame, Stack
 
@@ -333,12 +333,13 @@ def _every_rank_alike(case: Case, exc: Event) -> list[Event]:
     as the job's (no errno, no storage or service reading): own_exception already set aside the
     fallout, communication and other causes' messages."""
     sign_id = SIGN.app_exception_every_rank.id
-    if _os_call_failed(exc) or _resource_exhausted(exc, sign_id) or exception_sign(case, exc).cause != SIGN.app_exception.cause:
+    if exception_sign(case, exc).cause != SIGN.app_exception.cause:
         return []
-    stack = _traceback_of(case, exc)
-    site = (stack.frames[0].file or "").replace("\\", "/") if stack and stack.frames else ""
-    if any(p in site for p in _param(sign_id, "not_raised_in")):
-        return []   # the device, its driver or the process group: alike on every rank of a host
+    # every link of its chain: a library wraps the OS call or the connection that failed in an
+    # exception of its own, which prints the errno only in the chain's earlier links (audit 12 H1)
+    chain = (*chain_links(case).get((exc.ref.path, exc.ref.line), ()), exc)
+    if any(_shared_state_failed(case, link, sign_id) for link in chain):
+        return []
     noise = re.compile("|".join(_param(sign_id, "message_noise")))
     key = _raise_key(case, exc, noise)
     if key is None:
@@ -378,6 +379,30 @@ def _imported_from_own_file(case: Case, e: Event) -> str | None:
         if home is not None and not _LIBRARY_FILE.search(path) and not _LIBRARY_DIR_BELOW.search("/" + path[len(home):]):
             return path
     return None
+
+
+def _shared_state_failed(case: Case, e: Event, sign_id: str) -> bool:
+    """One link of an exception's chain reports a state every rank shares rather than the
+    program (signals.toml app.exception_every_rank): an OS call's failure, any OSError (a file, a
+    connection, a remote service -- catalogs/python_exceptions.json os_error_classes: a library's
+    'not found in the cache' FileNotFoundError carries no errno), memory running out, a
+    communication fallout type or text, or a raise site in the device's or process group's code."""
+    etype = str(e.data.get("type") or "")
+    if _os_call_failed(e) or _resource_exhausted(e, sign_id) or etype in _os_error_classes():
+        return True
+    fallout_text = re.compile("|".join(_param(SIGN.app_exception.id, "fallout_text")) or r"(?!)")
+    if etype.rsplit(".", 1)[-1] in _param(SIGN.app_exception.id, "fallout_types") or fallout_text.search(e.text or ""):
+        return True
+    stack = _traceback_of(case, e)
+    site = (stack.frames[0].file or "").replace("\\", "/") if stack and stack.frames else ""
+    return any(p in site for p in _param(sign_id, "not_raised_in"))
+
+
+@functools.cache
+def _os_error_classes() -> frozenset[str]:
+    from postmortem.knowledge import catalog  # here, not at the top: startup time (issue 17)
+
+    return catalog.os_error_classes()
 
 
 def _resource_exhausted(e: Event, sign_id: str) -> bool:

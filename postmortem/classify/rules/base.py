@@ -134,6 +134,27 @@ def handler_fallout(case: Case) -> frozenset[tuple[str, int | None]]:
         seen.add((e.ref.path, e.rank))
     return frozenset(out)
 
+def chain_links(case: Case) -> dict[tuple[str, int | None], tuple[Event, ...]]:
+    """The earlier links of each chained exception: {(file, line) of a link: the exceptions
+    before it in its chain, first one first}.
+
+    CPython prints a chain oldest first (Lib/traceback.py TracebackException.format: the
+    __cause__ or __context__, then "The above exception was the direct cause of the following
+    exception" / "During handling of the above exception, another exception occurred", then the
+    next); the parser marks each link after a marker `chained` (cause | context).  A link's
+    earlier ones are the exceptions of the same file and rank just before it, back to the
+    first one printed without a marker."""
+    out: dict[tuple[str, int | None], tuple[Event, ...]] = {}
+    chain: dict[tuple[str, int | None], list[Event]] = {}
+    for e in sorted(events_of(case, KIND.py_exception), key=lambda e: (e.ref.path, e.ref.line or 0)):
+        key = (e.ref.path, e.rank)
+        if e.data.get("chained") in ("cause", "context") and chain.get(key):
+            out[(e.ref.path, e.ref.line)] = tuple(chain[key])
+            chain[key].append(e)
+        else:
+            chain[key] = [e]
+    return out
+
 class Rule:
     id = "rule"
 
