@@ -12,7 +12,8 @@ from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout,
                                               KilledWithoutReason, MeasuredLimit, MemoryLimitSet, PidsLimitRefused,
                                               ShmFullInPython, ShmSmallBesideFailure, SigbusContext, StorePortTaken, ForkEnomem,
                                               TimeoutRecordsDisagree)
-from postmortem.classify.rules.hang import CgroupHeldBack, FlightRecorderHang, StacksAtTimeout
+from postmortem.classify.rules.hang import CgroupHeldBack, FlightRecorderHang, OwnWatchdogDump, StacksAtTimeout
+from postmortem.classify.rules.held import HeldWait
 from postmortem.classify.rules.hardware import GpuHealth, ThermalBeforeBusLoss
 from postmortem.classify.rules.interfaces import (FirewallDiscards, HostOffNetwork, InterfaceFaults, PathDiscards,
                                                   TcpConnectionLosses)
@@ -48,6 +49,8 @@ RULES: tuple[Rule, ...] = (
     NcclStoppedDuringInit(),
     FlightRecorderHang(),
     StacksAtTimeout(),
+    HeldWait(),
+    OwnWatchdogDump(),
     CgroupHeldBack(),
     KernelRdmaFault(),
     HostOnlySocketInterface(),

@@ -876,3 +876,87 @@ def _collective_of(frames, params, at_timeout: bool) -> str | None:
         if any(m in path for m in params["backward_files"]):
             return params["gradient_collective"] if at_timeout else None
     return ""
+
+
+class OwnWatchdogDump(Rule):
+    """The job's own step watchdog fired on a rank that was in the job's own work.
+
+    faulthandler.dump_traceback_later(T, exit=...) -- armed by the job, often re-armed every step --
+    prints 'Timeout (H:MM:SS)!' and every thread's stack when T passes without the job cancelling or
+    re-arming it (CPython Modules/faulthandler.c faulthandler_thread; with exit=True it then calls
+    _exit(1)).  So the dump is the job's own measure of its rhythm: the rank spent longer than the
+    job allows in one stretch, and its main thread stood where the dump shows.  Outside any
+    collective, in ordinary code, while a peer waited in a collective (its timeout or the error its
+    wait raised when the rank went away): that rank held the others (straggler_timeout)."""
+
+    id = "own-watchdog"
+
+    def findings(self, case, k, trace):
+        dumps = [s for s in case.stacks if s.origin == "faulthandler" and _watchdog_dump(s) and _job_main_thread(s)]
+        if not dumps:
+            return []
+        from postmortem.classify.rules import app
+        params = registry().signals[SIGN.stacks_different_collectives.id].params
+        hang = _hang_signs(case)
+        waiting = {r: p for r, p in _positions(case, hang, params).items() if p.collective}
+        for r, p in _peer_gone_positions(case, params).items():
+            waiting.setdefault(r, p)
+        for s in dumps:
+            call = _collective_of(s.frames, params, False)
+            rank = stacklib.rank_of(s)
+            if rank is None:
+                # a dump whose rank the bundle does not say may be the waiting rank's own, earlier
+                trace.append(f"{self.id}: the job's watchdog dumped {s.ref.describe()}, of a rank the bundle does not name")
+                continue
+            if not _watchdog_exit(case, rank):
+                # a dump that did not end the process: a periodic stack logger (repeat=True) or a
+                # watchdog that only reports -- the rank went on, and where it stood then is a snapshot
+                trace.append(f"{self.id}: the job's watchdog dumped rank {rank} ({s.ref.describe()}), but no record "
+                             "shows that rank ending with exit code 1 right after (faulthandler's exit=True): a report, "
+                             "not the end of the rank")
+                continue
+            if call or call is None:
+                trace.append(f"{self.id}: the job's watchdog dumped {s.ref.describe()} "
+                             + (f"waiting in {call}: a rank that waits is not the one behind" if call
+                                else "in backward: whether it waited is not known"))
+                continue
+            peers = {q: p for q, p in waiting.items() if q != rank}
+            if not peers:
+                trace.append(f"{self.id}: the job's watchdog dumped {s.ref.describe()} in its own work, but no other "
+                             "rank is seen waiting in a collective: no rank to have held up")
+                continue
+            first = next(f for f in s.frames if f.language == "python" and app._own_frame(f))
+            where = f"{first.function} ({(first.file or '?').rsplit('/', 1)[-1]}:{first.line})"
+            q, p = sorted(peers.items())[0]
+            summary = (f"the job's own watchdog ({s.title.strip()}, faulthandler.dump_traceback_later) fired on "
+                       f"rank {rank} in {where} ({s.ref.describe()}): "
+                       f"a stretch of its work outlasted the limit the job set itself, outside any collective, while "
+                       f"rank {q} {p.describe()}: it held the others up")
+            trace.append(f"{self.id}: {summary}")
+            return [sign_finding(k, SIGN.stacks_own_watchdog_in_own_work, self.id, summary, [], "straggler",
+                                 extra_refs=(s.ref, p.ref), culprits=(rank,) if rank >= 0 else ())]
+        return []
+
+
+def _watchdog_exit(case: Case, rank: int) -> bool:
+    """The rank's process ended with exit code 1 (the launcher's record of it) and raised no uncaught
+    exception of its own: faulthandler's exit=True, which calls _exit(1) after the dump."""
+    exits = [e for e in events_of(case, (KIND.launcher_child_failed, KIND.launcher_exit))
+             if e.rank == rank and str((e.data or {}).get("exitcode")) == "1"]
+    raised = [e for e in events_of(case, (KIND.py_exception,)) if e.rank == rank]
+    return bool(exits) and not raised
+
+
+def _job_main_thread(s) -> bool:
+    """A dumped thread that is the job's main thread: its outermost frame is the job's own script's
+    <module> (a worker thread's is threading's bootstrap; a stack faulthandler cut at its 100-frame
+    limit ends wherever it was cut), and the job's own code is among its frames."""
+    from postmortem.classify.rules import app
+
+    py = [f for f in s.frames if f.language == "python"]
+    return bool(py) and py[-1].function == "<module>" and app._own_frame(py[-1])
+
+
+def _watchdog_dump(s) -> bool:
+    """A faulthandler dump_traceback_later dump (its 'Timeout (H:MM:SS)!' header) with Python frames."""
+    return str((s.data or {}).get("dump", "")).startswith("Timeout (") and any(f.language == "python" for f in s.frames)
