@@ -129,3 +129,15 @@ def test_a_rank_held_by_a_tracer_only_leans():
 def test_healthy_runs_show_no_stopped_rank():
     for name in ("child-eval-1", "child-slow-pipe-1", "frozen-idle-1", "lock-busy-1"):
         assert not _signs(_verdict(LAB / name)) & {"procs.rank_stopped", "procs.rank_traced"}, name
+
+
+def test_a_rank_fetching_from_a_stopped_dataloader_worker_is_held(tmp_path):
+    v = _verdict(LAB / "loader-stopped-1")
+    assert v.cause == "straggler_timeout" and v.root.signal == "procs.rank_stopped", v.trace
+    assert "waited for its child" in v.root.summary
+    # without the rank's dump nothing says it waits for that child (its own wait is a socket read)
+    b = tmp_path / "b"
+    shutil.copytree(LAB / "loader-stopped-1", b)
+    parent = next(f for f in b.glob("py-spy_pid*.txt") if "_try_get_data" in f.read_text())
+    parent.unlink()
+    assert "procs.rank_stopped" not in _signs(_verdict(b))

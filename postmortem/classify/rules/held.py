@@ -140,7 +140,7 @@ class HeldWait(Rule):
                 parent = by_pid.get((task.ref.path, t["ppid"]))
                 dump = dumps.get(t["ppid"])
                 if t["ppid"] not in workers or not (
-                        (dump is not None and _subprocess_wait(dump, p))
+                        (dump is not None and (_subprocess_wait(dump, p) or _fetching_from_children(dump)))
                         or (parent is not None and _wchan_in(parent.value["wchan"], p["child_waits"]))):
                     continue
                 pid, via = t["ppid"], f" waited for its child pid {t['pid']} ({t['cmd'][:60]}), which"
@@ -281,6 +281,19 @@ def _reading_thread(case: Case, dump: Stack):
                 n.startswith(("read", "recv", "_readerthread", "communicate")) for n in names):
             return s
     return None
+
+
+def _fetching_from_children(dump: Stack) -> bool:
+    """The main thread waits for its child processes' output: a DataLoader fetching a batch from its workers."""
+    waits = _params(SIGN.procs_rank_stopped)["child_output_waits"]
+    for f in dump.frames:
+        if f.language != "python":
+            continue
+        path = (f.file or "").replace("\\", "/")
+        name = (f.function or "").rsplit(".", 1)[-1]
+        if any(path.endswith(where) and name == fn for where, _, fn in (w.rpartition(":") for w in waits)):
+            return True
+    return False
 
 
 def _first_python(dump: Stack | None):
