@@ -230,15 +230,25 @@ def carries_another(e: Event) -> bool:
     return bool(_CARRIES_ANOTHER.search(str(e.data.get("type") or "")))
 
 
+def chained_onto_communication(e: Event, links) -> bool:
+    """An earlier link of the exception's chain (rules/base.py chain_links) is a communication
+    error, a peer's end or another process's carried error: the exception is the job's report of
+    that failure (`raise TrainingError(...) from e`), no death of a cause of its own (audit 12 M1)."""
+    return any(_NETWORK_TEXT.search(x.text or "") or carries_another(x) or _peer_end(x)
+               for x in links.get((e.ref.path, e.ref.line), ()))
+
+
 def crashed_peer(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
     """Connection errors are what a process's peers see when it dies.  When the bundle
     shows one of the job's processes dying of a fault (SIGSEGV, SIGBUS ...) or of an
     exception that is not itself a communication error, the network is the messenger.  An
     exception a handler raised while the process's own failure propagated is no death of its
-    own (audit 8 H1: it would discount the very failure it follows)."""
-    from postmortem.classify.rules.base import handler_fallout  # rules import this module
+    own (audit 8 H1: it would discount the very failure it follows), nor one the job raised
+    from a communication error (audit 12 M1)."""
+    from postmortem.classify.rules.base import chain_links, handler_fallout  # rules import this module
 
     handlers = handler_fallout(case)
+    links = chain_links(case)
     for e in events_of(case, (_SIGNAL_DEATHS - _KERNEL_KINDS) | {KIND.py_exception}):
         if (e.ref.path, e.ref.line) in handlers:
             continue
@@ -248,7 +258,7 @@ def crashed_peer(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[s
             if name and name not in _TEARDOWN:
                 return _peer_reason(e, name, trace)
         elif e.kind == KIND.py_exception and not _NETWORK_TEXT.search(e.text) and not carries_another(e) \
-                and not _peer_end(e):
+                and not _peer_end(e) and not chained_onto_communication(e, links):
             if _teardown_signal_exception(e):
                 continue
             return _peer_reason(e, str(e.data.get("type") or "an exception"), trace)

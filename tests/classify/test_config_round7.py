@@ -91,10 +91,25 @@ def test_an_exception_in_fetch_with_a_reading_of_its_own_keeps_that_reading():
     assert not any(f.signal == "app.exception_in_dataset" for f in rules.AppError().findings(a.case, K, []))
 
 
-def test_an_exception_in_the_job_s_own_dataset_code_is_raised_in_own_code():
-    # Real: numpy's allocation refused under `ulimit -v` in the job's __getitem__ (own frame first).
-    v = analyze(_PANO).verdict
+def test_an_exception_in_the_job_s_own_dataset_code_is_raised_in_own_code(tmp_path):
+    # Edited at test time: the real pano traceback (the job's __getitem__ frame first) with numpy's
+    # allocation refusal swapped for numpy's own argument error of np.empty ('negative dimensions are
+    # not allowed'): raised at the job's own line inside the DataLoader's fetch, in own code first.
+    text = (_PANO / "launcher.log").read_text(encoding="utf-8")
+    refused = next(ln for ln in text.splitlines() if ln.startswith("numpy._core._exceptions._ArrayMemoryError"))
+    text = text.replace(refused, "ValueError: negative dimensions are not allowed").replace(
+        "Caught MemoryError in DataLoader", "Caught ValueError in DataLoader")
+    v = _bundle(tmp_path, {"launcher.log": text}).verdict
     assert v.cause == "app_error" and v.root.signal == "app.exception_in_own_code", v.trace
+
+
+def test_the_allocation_refused_under_ulimit_v_in_the_job_s_own_dataset_code_is_memory():
+    # Real, unedited: numpy's _ArrayMemoryError under `ulimit -v` (ulimit_a.txt) is the memory
+    # reading, never the job's own code (audit 12 M2: messages.toml python_memory_error beside the
+    # limit, rule memory-limit-set)
+    v = analyze(_PANO).verdict
+    assert v.cause == "host_oom", v.trace
+    assert "resolve: host_oom rests on 2 independent weak signs: memory.limit_set, msg.python_memory_error" in v.trace
 
 
 # ---------------------------------------------------------------- a cgroup that held the job's ranks back

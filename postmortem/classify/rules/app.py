@@ -204,23 +204,35 @@ class AppError(Rule):
         own_code_readings = set(_param(SIGN.app_exception.id, "own_code_readings"))
         job_frame_readings = set(_param(SIGN.app_exception.id, "job_frame_readings"))
         own_write_types = set(_param(SIGN.app_exception.id, "own_write_types"))
-        for e in events_of(case, KIND.py_exception):
-            if e.ref.path in kernel_files or (e.ref.path, e.ref.line) in explained | handlers:
-                continue
+
+        def set_aside(e: Event) -> bool:
+            """Fallout, a communication error or another cause's message: not the job's failure."""
+            if (e.ref.path, e.ref.line) in explained:
+                return True
             etype = str(e.data.get("type") or "").rsplit(".", 1)[-1]
             if etype in fallout_types and not (etype in own_write_types and _raised_in_own_code(case, e)
                                                and _writes_own_output(e)):
-                continue
+                return True
             if fallout_text.search(e.text) or _raised_by_distributed_layer(case, e):
-                continue
+                return True
             from postmortem.knowledge import catalog  # here, not at the top: startup time (issue 17)
 
             read = catalog.match_message(e.text or "", ("pytorch",))
-            if read and read.cause not in ("", catalog.CONTEXT, SIGN.app_exception.cause):
-                # (past _raised_by_distributed_layer a job_frame_readings entry has a frame of the job's)
-                if not ((read.entry.id in own_code_readings and _raised_in_own_code(case, e))
-                        or read.entry.id in job_frame_readings):
-                    continue   # an upstream message with its own reading (a host allocation failure ...)
+            # (past _raised_by_distributed_layer a job_frame_readings entry has a frame of the job's)
+            # an upstream message with its own reading (a host allocation failure ...)
+            return bool(read and read.cause not in ("", catalog.CONTEXT, SIGN.app_exception.cause)
+                        and not ((read.entry.id in own_code_readings and _raised_in_own_code(case, e))
+                                 or read.entry.id in job_frame_readings))
+
+        links = chain_links(case)
+        for e in events_of(case, KIND.py_exception):
+            if e.ref.path in kernel_files or (e.ref.path, e.ref.line) in handlers or set_aside(e):
+                continue
+            # Raised `from` (or while handling) an earlier exception of its chain that is set aside:
+            # the job's report of that failure (a wrapper adding the step), not a failure of its own
+            # (audit 12 M1).  An earlier link that is the job's own error was returned before this one.
+            if any(set_aside(x) for x in links.get((e.ref.path, e.ref.line), ())):
+                continue
             return e
         return None
 

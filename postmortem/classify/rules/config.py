@@ -7,11 +7,11 @@ import re
 
 from postmortem import signals
 from postmortem import stacks as stacklib
-from postmortem.classify.counter_evidence import (_NETWORK_TEXT, _TEARDOWN, carries_another, effective_shm_size,
-                                                  enomem_events, memory_plentiful)
+from postmortem.classify.counter_evidence import (_NETWORK_TEXT, _TEARDOWN, carries_another, chained_onto_communication,
+                                                  effective_shm_size, enomem_events, memory_plentiful)
 from postmortem.classify.rules.app import _traceback_of
-from postmortem.classify.rules.base import (Rule, _first_bounds, _num, _stack_mentions, died_of, events_of, saying_a_signal,
-                                            sign_finding)
+from postmortem.classify.rules.base import (Rule, _first_bounds, _num, _stack_mentions, chain_links, died_of, events_of,
+                                            saying_a_signal, sign_finding)
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
 from postmortem.model import Basis, Case, Event, Finding, Ref, Stack
 from postmortem.parsers import clocks
@@ -731,6 +731,7 @@ def _deaths_not_by_timeout(case: Case, timeouts: list[Event]) -> list[Event]:
     fatal signal other than the teardown after a timeout, or an exception that is not
     itself a communication error (counter_evidence.crashed_peer reads the same deaths)."""
     out = []
+    links = chain_links(case)
     for e in events_of(case, _KILLS | _SIGNAL_DEATHS | {KIND.py_exception}):
         if e.kind in _KILLS:
             out.append(e)
@@ -738,7 +739,8 @@ def _deaths_not_by_timeout(case: Case, timeouts: list[Event]) -> list[Event]:
             name = signals.name_of(e.data.get("signal")) or signals.of_exitcode(e.data.get("exitcode"))
             if name and name not in _TEARDOWN:
                 out.append(e)
-        elif e.kind == KIND.py_exception and not _NETWORK_TEXT.search(e.text or "") and not carries_another(e):
+        elif e.kind == KIND.py_exception and not _NETWORK_TEXT.search(e.text or "") and not carries_another(e) \
+                and not chained_onto_communication(e, links):
             out.append(e)
     return out
 
@@ -797,6 +799,8 @@ class MemoryLimitSet(Rule):
         # (getrlimit.2) and never sends SIGKILL, so a killed process is no sign of it (audit 6 M2).
         failures = [e for e in events_of(case, {KIND.py_exception, KIND.native_terminate})
                     if _catalog_cause(e.text) == SIGN.memory_limit_set.cause]
+        # the interpreter's own refusals (MemoryError): read by their message, the same failure
+        failures += events_of(case, frozenset(SIGN.memory_limit_set.params.get("refused_allocations", ())))
         # pthread_create maps each new thread's stack; glibc turns that mmap's ENOMEM into EAGAIN,
         # so under RLIMIT_AS a thread-creation EAGAIN may be this limit, not a task limit (audit 8 M1)
         thread = re.compile(SIGN.memory_limit_set.params["thread_eagain"])
