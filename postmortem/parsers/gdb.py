@@ -41,6 +41,9 @@ _AT_FILE_LINE = re.compile(r" at (?P<file>\S+?):(?P<line>\d+)(?::\d+)?$")
 _FROM_LIB = re.compile(r" from (?P<lib>\S+)$")
 _EU_SOURCE = re.compile(r"^(?P<file>\S+?):(?P<line>\d+)(?::\d+)?$")
 _LLDB_OFFSET = re.compile(r" \+ (?P<off>\d+)$")
+# glibc's futex waits name whether the futex is process-private: `__lll_lock_wait (futex=..., private=0)`,
+# `futex_wait (private=128, ...)` -- LLL_PRIVATE 0, LLL_SHARED 128 (FUTEX_PRIVATE_FLAG) for a pshared object
+_FUTEX_PRIVATE = re.compile(r"[(,] ?private=(\d+)[,)]")
 
 
 @v_args(inline=True)
@@ -52,7 +55,9 @@ class _ToTuples(Transformer):
 
     def gdb_frame(self, number, *rest):
         address = int(rest[0], 16) if len(rest) == 2 else None
-        return ("frame", (_frame_no(number), _gdb_frame(str(rest[-1]), address)))
+        body = str(rest[-1])
+        private = _FUTEX_PRIVATE.search(body)
+        return ("frame", (_frame_no(number), _gdb_frame(body, address), int(private.group(1)) if private else None))
 
     def eu_frame(self, number, address, body=None):
         function = str(body) if body is not None else None
@@ -208,6 +213,7 @@ class _Thread:
     name: str | None = None
     frames: list[Frame] = field(default_factory=list)
     stopped: str = ""            # `Backtrace stopped: ...`
+    futex_private: int | None = None   # the innermost futex wait's `private=` argument (0: process-private)
 
 
 @dataclass
@@ -276,13 +282,15 @@ class GdbParser(RankBlockParser[_Session]):
     # -- one method per line kind ------------------------------------------------
 
     def _on_frame(self, line: Line, session: _Session, numbered) -> None:
-        number, frame = numbered
+        number, frame, *private = numbered
         t = session.thread
         if t is None or (number == 0 and t.frames):
             # a bare `bt` (no thread header) is the current thread's
             self._end_thread(session)
             t = session.thread = _Thread(line, "gdb", None, session.current)
         t.frames.append(frame)
+        if private and private[0] is not None and t.futex_private is None:
+            t.futex_private = private[0]
 
     def _on_thread(self, line: Line, session: _Session, header) -> None:
         origin, number, info = header
@@ -348,6 +356,8 @@ class GdbParser(RankBlockParser[_Session]):
             data["stopped"] = t.stopped
         if t.name:
             data["name"] = t.name
+        if t.futex_private is not None:
+            data["futex_private"] = t.futex_private
         if session.command:
             data["command"] = session.command
         self.sink.stack(Stack(

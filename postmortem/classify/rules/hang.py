@@ -779,10 +779,16 @@ class _Wait(str):
 def _own_wait(p: "_Position") -> str:
     """What an idle rank outside any collective waited for, when its innermost Python frames are
     a blocking wait of the job's own (stacks.rank_blocked_in_own_wait params), else ""."""
-    params = registry().signals[SIGN.stacks_rank_blocked_in_own_wait.id].params
     if p.running:
         return ""
-    frames = [f for f in p.frames if f.language == "python" and f.file]
+    return _wait_in(p.frames)
+
+
+def _wait_in(frames) -> str:
+    """What a stack's innermost Python frames wait for, by the wait table
+    (stacks.rank_blocked_in_own_wait params waits), else ""."""
+    params = registry().signals[SIGN.stacks_rank_blocked_in_own_wait.id].params
+    frames = [f for f in frames if f.language == "python" and f.file]
     while frames and _file_in(frames[0].file, params["plumbing_files"]):
         frames = frames[1:]
     if not frames:
@@ -925,6 +931,14 @@ class OwnWatchdogDump(Rule):
                 trace.append(f"{self.id}: the job's watchdog dumped {s.ref.describe()} in its own work, but no other "
                              "rank is seen waiting in a collective: no rank to have held up")
                 continue
+            # the watchdog measures how long the rank did not come back, not that it computed: a main thread
+            # parked in a wait of the wait table (a socket, a child) or on another thread or process waits for
+            # something else -- stacks-at-timeout reads such waits, with their guards (audit 12 H2)
+            wait = _wait_in(s.frames) or _other_wait(s.frames)
+            if wait:
+                trace.append(f"{self.id}: the job's watchdog dumped rank {rank} ({s.ref.describe()}) {wait}: a rank "
+                             "that waits for something else, not one in its own work")
+                continue
             first = next(f for f in s.frames if f.language == "python" and app._own_frame(f))
             where = f"{first.function} ({(first.file or '?').rsplit('/', 1)[-1]}:{first.line})"
             q, p = sorted(peers.items())[0]
@@ -936,6 +950,20 @@ class OwnWatchdogDump(Rule):
             return [sign_finding(k, SIGN.stacks_own_watchdog_in_own_work, self.id, summary, [], "straggler",
                                  extra_refs=(s.ref, p.ref), culprits=(rank,) if rank >= 0 else ())]
         return []
+
+
+def _other_wait(frames) -> str:
+    """What the innermost Python frame waits for when it is the standard library waiting for another
+    thread or process (stacks.own_watchdog_in_own_work params other_waits: a condition, a queue, a
+    join, a future), else ""."""
+    waits = registry().signals[SIGN.stacks_own_watchdog_in_own_work.id].params["other_waits"]
+    first = next((f for f in frames if f.language == "python" and f.file), None)
+    if first is None:
+        return ""
+    for what, files in waits.items():
+        if _file_in(first.file, files):
+            return f"in {first.function} ({first.file.rsplit('/', 1)[-1]}:{first.line}): {what}"
+    return ""
 
 
 def _watchdog_exit(case: Case, rank: int) -> bool:

@@ -67,6 +67,15 @@ class HeldWait(Rule):
             pid = c["ppid"]
             if pid not in workers:
                 continue
+            sibling = _sibling(tasks, child)
+            if sibling is not None:
+                # a pipe is read by whoever holds its read end: in a pipeline (producer | consumer, the
+                # subprocess docs' "replacing a shell pipeline") that is the writer's sibling, and a writer
+                # waiting on a full pipe is its normal backpressure -- ps shows no file descriptors
+                trace.append(f"{self.id}: pid {c['pid']} writes a pipe ({child.ref.describe()}), but its parent {pid} "
+                             f"has another child, pid {sibling.value['pid']} ({sibling.ref.describe()}): it may be the "
+                             "pipe's reader")
+                continue
             dump = dumps.get(pid)
             waiting = _subprocess_wait(dump, p) if dump is not None else None
             if not waiting:
@@ -143,7 +152,16 @@ class HeldWait(Rule):
                         (dump is not None and (_subprocess_wait(dump, p) or _fetching_from_children(dump)))
                         or (parent is not None and _wchan_in(parent.value["wchan"], p["child_waits"]))):
                     continue
+                if parent is not None and parent.value["stat"][:1] in ("T", "t"):
+                    continue   # the parent is stopped itself: read as the worker it is
                 pid, via = t["ppid"], f" waited for its child pid {t['pid']} ({t['cmd'][:60]}), which"
+            if state == "T" and not _other_worker_runs(tasks, workers, pid):
+                # a stopped rank holds the others only if they run: a scheduler's suspend (SIGSTOP to every
+                # process of the job) or a Ctrl-Z on the launcher stops them all, and nobody waits for anybody
+                trace.append(f"{self.id}: pid {t['pid']} is stopped by a signal (state T, {task.ref.describe()}), but "
+                             "no other worker of the job is shown running or waiting: the whole job was stopped "
+                             "(a scheduler's suspend, Ctrl-Z), no rank held the others")
+                continue
             sign = SIGN.procs_rank_stopped if state == "T" else SIGN.procs_rank_traced
             who = _name(workers[pid], pid)
             how = ("was stopped by a signal (SIGSTOP, Ctrl-Z: state T" if state == "T"
@@ -184,10 +202,20 @@ class HeldWait(Rule):
                                  f"{o.thread} {'is in that code' if inside else 'runs Python'} ({o.ref.describe()}): "
                                  "it may hold and release it")
                     continue
+                private = (s.data or {}).get("futex_private")
+                if private != 0:
+                    # gdb of one process cannot show a holder in another: a process-shared mutex (in shared
+                    # memory, another process may hold it) waits with private=128 (glibc LLL_SHARED)
+                    trace.append(f"{self.id}: {s.thread} waits for a lock in {own.function} ({s.ref.describe()}), but "
+                                 + ("the lock is process-shared (private=" + str(private) + "): its holder may be "
+                                    "another process" if private is not None else
+                                    "the backtrace does not show whether the lock is process-private (glibc's "
+                                    "futex wait's private=0)"))
+                    continue
                 rank = stacklib.rank_of(s)
                 who = f"rank {rank}" if rank is not None else f"pid {s.tid or '?'}"
-                summary = (f"{who}'s {s.thread or 'thread'} waited to acquire a lock in the job's own native code "
-                           f"{own.function} ({(own.file or own.module or '?').rsplit('/', 1)[-1]}"
+                summary = (f"{who}'s {s.thread or 'thread'} waited to acquire a process-private lock (private=0) "
+                           f"in the job's own native code {own.function} ({(own.file or own.module or '?').rsplit('/', 1)[-1]}"
                            f"{':' + str(own.line) if own.line else ''}; {s.ref.describe()}), and none of the process's "
                            f"other {len(others)} thread(s) was in that code or running Python ({path}): no thread can "
                            "release it -- the code returned with the lock held (or took it twice): a self-deadlock")
@@ -265,22 +293,58 @@ def _subprocess_wait(dump: Stack, p) -> bool | None:
     return bool(names & set(p["subprocess_wait_functions"])) and not names & set(p["draining_functions"])
 
 
+def _sibling(tasks, child):
+    """Another live process of the same table with the writer's parent: a possible reader of its pipe."""
+    c = child.value
+    return next((f for f in tasks if f.ref.path == child.ref.path and f.value["ppid"] == c["ppid"]
+                 and f.value["pid"] != c["pid"] and f.value["stat"][:1] not in ("Z", "X")), None)
+
+
+def _other_worker_runs(tasks, workers, pid) -> bool:
+    """Some worker of the job other than `pid` has a `ps` row and is not stopped (T, t) or dead (Z, X):
+    it runs or waits -- for the stopped one, in its next collective."""
+    return any(f.value["pid"] in workers and f.value["pid"] != pid and f.value["stat"][:1] not in ("T", "t", "Z", "X")
+               for f in tasks)
+
+
 def _reading_thread(case: Case, dump: Stack):
     """Another thread of the dumped process that may drain the child's pipe while the main thread
-    waits -- one running the job's own code (a reader it wrote, asleep between reads or reading) or
-    reading -- or None.  Library threads (a progress bar's monitor, a metrics uploader, pin-memory)
-    read no pipe of the job's child."""
-    from postmortem.classify.rules import app
-
+    waits -- one whose innermost frames read or copy a file object, or run the job's own code (a
+    reader it wrote, asleep between reads) -- or None.  Library threads (a progress bar's monitor,
+    a metrics uploader, pin-memory) read no pipe of the job's child.  py-spy prints a file by its
+    name below sys.path (threading.py, tqdm/_monitor.py), so a frame is the job's own by the job's
+    own file names (_job_files), not by the path's shape."""
+    mine = _job_files(case)
     for s in case.stacks:
         if s is dump or s.pid != dump.pid or s.ref.path != dump.ref.path or s.tid == dump.tid:
             continue
         py = [f for f in s.frames if f.language == "python"]
         names = [(f.function or "").rsplit(".", 1)[-1].lower() for f in py[:4]]
-        if any(app._own_frame(f) for f in py) or any(
-                n.startswith(("read", "recv", "_readerthread", "communicate")) for n in names):
+        if any(_job_file(f, mine) for f in py) or any(
+                n.startswith(("read", "recv", "_readerthread", "communicate", "copyfileobj")) for n in names):
             return s
     return None
+
+
+def _job_files(case: Case) -> set[str]:
+    """The job's own Python files as the bundle names them: each dumped main thread's outermost
+    <module> (the script), and every frame printed with its full path that is the job's own (app._own_frame)."""
+    out = set()
+    for s in case.stacks:
+        py = [f for f in s.frames if f.language == "python" and f.file]
+        if py and py[-1].function == "<module>" and app._own_frame(py[-1]):
+            out.add(py[-1].file.replace("\\", "/"))
+        out.update(f.file.replace("\\", "/") for f in py if f.file.startswith("/") and app._own_frame(f))
+    return out
+
+
+def _job_file(f, mine: set[str]) -> bool:
+    """A Python frame in one of the job's own files: the same name, or one path the end of the other
+    (py-spy's bare 'train.py' is the traceback's '/home/u/proj/train.py')."""
+    path = (f.file or "").replace("\\", "/")
+    if not path:
+        return False
+    return any(path == m or m.endswith("/" + path) or path.endswith("/" + m) for m in mine)
 
 
 def _fetching_from_children(dump: Stack) -> bool:
