@@ -159,6 +159,8 @@ BLIND_SWEEP_HALVES = (
     ("frozen/sweep-2026-12j", _LAB_AND_GH + ("lab-d",), 37, 25, 17, 0, "tenth sweep, frozen half, 0aafd04"),
     ("validation29", _LAB_AND_GH + ("lab-d",), 31, 15, 14, 0, "eleventh sweep, development half, e651c5c"),
     ("frozen/sweep-2026-12k", _LAB_AND_GH + ("lab-d",), 34, 20, 15, 0, "eleventh sweep, frozen half, e651c5c"),
+    ("validation30", _LAB_AND_GH + ("lab-d",), 33, 16, 13, 0, "twelfth sweep, development half, 8ae20a1"),
+    ("frozen/sweep-2026-12l", _LAB_AND_GH + ("lab-d",), 30, 18, 15, 0, "twelfth sweep, frozen half, 8ae20a1"),
 )
 
 
