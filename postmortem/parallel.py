@@ -12,6 +12,8 @@ Why `fork`: a worker needs the bundle's entries (openers on descriptors of the b
 folder, which cannot be pickled), the loaded knowledge and the compiled patterns; forked,
 it starts in about 10 ms with all of them, where `spawn` or `forkserver` would import and
 load everything again (~0.25 s per worker, as much as the whole gain on a 140 MB bundle).
+Plain os.fork and os.pipe, not multiprocessing: importing multiprocessing and making its
+pipes cost ~8.5 ms before the first worker starts, all of it on the serial path.
 The worker touches no lock another thread of the parent could hold (its stdout and stderr
 are /dev/null, it logs nothing) and exits with the pool.  Where `fork` does not exist the
 bundle is read in one process.
@@ -31,6 +33,7 @@ from collections import deque
 from itertools import accumulate, repeat
 from operator import attrgetter
 import os
+import struct
 import sys
 import time
 from typing import Callable
@@ -63,11 +66,7 @@ def auto_jobs() -> int:
 def worth_it(entries: list, jobs: int, meter: Meter) -> bool:
     """A pool only for several files of a folder bundle, big enough together, within the
     byte budget as sized on disk, where `fork` exists and the clock is the real one."""
-    if jobs < 2 or len(entries) < 2:
-        return False
-    import multiprocessing  # here: a small bundle never needs it (startup time)
-
-    if "fork" not in multiprocessing.get_all_start_methods():
+    if jobs < 2 or len(entries) < 2 or not hasattr(os, "fork"):
         return False
     if any(e.disk_path is None or e.size is None for e in entries):
         return False  # archive members share one file object: read in one process
@@ -200,7 +199,7 @@ def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable,
     executor: a worker killed (by us past the time limit, or by
     anything else) leaves nothing behind that could wait for it, and a pipe whose writer
     died reads as ended."""
-    global _STATE
+    global _STATE, _LAST_WORKERS
     meter: Meter = got.meter
     spans = groups([e.size for e in entries], jobs)
     own = _own_groups(len(spans), jobs)
@@ -214,21 +213,20 @@ def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable,
     _STATE = (entries, _without_progress(options), k, read_one, meter)
     _CLASSES.clear()
     _CLASSES.update(got.line_classes)
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("fork")
-    pipes = [ctx.Pipe(duplex=False) for _ in range(workers_n)]
-    workers, drains = [], []
-    complete = False
+    pipes = [os.pipe() for _ in range(workers_n)]   # (read end, write end) per worker
+    workers: list[int] = []   # their pids
+    drains = []
+    writers_open = complete = False
     try:
+        writers_open = True
         for w in range(workers_n):
             mine = [(g, spans[g][0], spans[g][1], starts[g]) for g in range(own + w, len(spans), workers_n)]
-            others = [c for i, pair in enumerate(pipes) for c in pair if i != w] + [pipes[w][0]]
-            proc = ctx.Process(target=_worker, args=(mine, pipes[w][1], others), daemon=True)
-            proc.start()
-            workers.append(proc)
-        for _, writer in pipes:
-            writer.close()  # the workers hold the only writers: a dead worker's pipe ends
+            pid = os.fork()
+            if pid == 0:  # the worker: it never returns into the parent's code
+                _in_worker(mine, w, pipes)
+            workers.append(pid)
+        _close_writers(pipes)  # the workers hold the only writers: a dead worker's pipe ends
+        writers_open = False
         drains = [_Drain(reader) for reader, _ in pipes]  # after the forks: no thread is forked
         mine_stop = spans[own - 1][1] if own else 0
         for entry in entries[:mine_stop]:  # this process's share, exactly as one process reads it
@@ -273,18 +271,52 @@ def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable,
         return len(entries)
     finally:
         _STATE = None
-        for proc in workers:
-            if complete:
-                proc.join(1.0)  # sent everything: exiting
-            if proc.is_alive():
-                proc.kill()
-        for proc in workers:
-            proc.join()
+        if writers_open:  # a fork failed: no drain started
+            _close_writers(pipes)
+        _end_workers(workers, wait_s=1.0 if complete else 0.0)  # sent everything: exiting
         for drain in drains:
             drain.thread.join()  # the writers are gone: each drain has read to the end
-        for reader, writer in pipes:
-            reader.close()
-            writer.close()
+        for reader, _ in pipes[len(drains):]:
+            os.close(reader)  # pipes whose drain never started
+        _LAST_WORKERS = tuple(workers)
+
+
+def _close_writers(pipes: list[tuple[int, int]]) -> None:
+    for _, writer in pipes:
+        os.close(writer)
+
+
+_LAST_WORKERS: tuple[int, ...] = ()  # the pids of the last pool, all reaped (tests look)
+
+
+def _end_workers(pids: list[int], wait_s: float) -> None:
+    """Every worker reaped: given up to `wait_s` to exit by itself, then killed."""
+    import signal
+
+    deadline = time.monotonic() + wait_s
+    alive = list(pids)
+    while alive:
+        alive = [pid for pid in alive if not _reaped(pid)]
+        if not alive or time.monotonic() >= deadline:
+            break
+        time.sleep(0.001)
+    for pid in alive:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _reaped(pid: int) -> bool:
+    """Whether the worker has exited (and is reaped now, if it had not been)."""
+    try:
+        return os.waitpid(pid, os.WNOHANG) != (0, 0)
+    except ChildProcessError:  # reaped already
+        return True
 
 
 def _own_groups(n_groups: int, jobs: int) -> int:
@@ -297,21 +329,29 @@ class _Drain:
     """A thread reading one worker's pipe to its end, so the worker never waits on a full
     pipe while this process reads its own share; `take` gives the next result in order."""
 
-    def __init__(self, reader) -> None:
+    def __init__(self, reader: int) -> None:
         import queue
         import threading
 
-        self.reader = reader
+        self.reader = os.fdopen(reader, "rb")
         self.results: queue.SimpleQueue = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
-        try:
+        """Frames of _send until the pipe ends (the worker finished, died or was killed); a
+        frame cut short is a worker that died while writing it."""
+        with self.reader as pipe:
             while True:
-                self.results.put(self.reader.recv_bytes())
-        except (EOFError, OSError):  # the worker finished, died or was killed
-            self.results.put(None)
+                head = pipe.read(_FRAME.size)
+                if len(head) < _FRAME.size:
+                    break
+                (size,) = _FRAME.unpack(head)
+                body = pipe.read(size)
+                if len(body) < size:
+                    break
+                self.results.put(body)
+        self.results.put(None)
 
     def take(self, meter: Meter) -> tuple | None:
         """The next result, or None: past the time limit (plus grace), the worker dead or failed."""
@@ -334,23 +374,47 @@ class _Drain:
         return payload if status == "ok" else None
 
 
-def _worker(mine: list[tuple], conn, others: list) -> None:
-    _quiet()
-    for c in others:
-        c.close()
+_FRAME = struct.Struct("!Q")  # a result's length, before its pickled bytes
+
+
+def _in_worker(mine: list[tuple], w: int, pipes: list[tuple[int, int]]) -> None:
+    """A forked worker's whole life: read its groups, send each result down its pipe, exit
+    without running anything the parent registered (atexit, buffered output)."""
+    code = 1
     try:
-        for _, start, stop, bytes_before in mine:
-            try:
-                result = ("ok", _read_group(start, stop, bytes_before))
-            except BaseException as exc:  # noqa: BLE001 - said to the parent, which reads the rest itself
-                result = ("failed", f"{type(exc).__name__}: {exc}")
-            conn.send(result)
-            if result[0] != "ok":
-                return
-    except (BrokenPipeError, OSError):
-        return  # the parent stopped listening (it reads the rest itself, or it is gone)
+        for i, (reader, writer) in enumerate(pipes):
+            os.close(reader)
+            if i != w:
+                os.close(writer)
+        _worker(mine, pipes[w][1])
+        code = 0
     finally:
-        conn.close()
+        os._exit(code)
+
+
+def _worker(mine: list[tuple], writer: int) -> None:
+    _quiet()
+    with os.fdopen(writer, "wb") as pipe:
+        try:
+            for _, start, stop, bytes_before in mine:
+                try:
+                    result = ("ok", _read_group(start, stop, bytes_before))
+                except BaseException as exc:  # noqa: BLE001 - said to the parent, which reads the rest itself
+                    result = ("failed", f"{type(exc).__name__}: {exc}")
+                _send(pipe, result)
+                if result[0] != "ok":
+                    return
+        except (BrokenPipeError, OSError):
+            return  # the parent stopped listening (it reads the rest itself, or it is gone)
+
+
+def _send(pipe, result: tuple) -> None:
+    import pickle
+
+    body = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+    pipe.write(_FRAME.pack(len(body)))
+    pipe.write(body)
+    pipe.flush()
 
 
 def _receive(reader, meter: Meter) -> tuple | None:
