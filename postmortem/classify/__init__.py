@@ -428,15 +428,27 @@ def _confidence(root: str, scores: dict[str, float], k: Knowledge) -> float:
 
 def _pointers_in_bundle(case: Case) -> list[str]:
     """What the bundle itself says to read next, ahead of the generic list: files the
-    launcher names as holding the real error, and the stderr of a process that exited with
-    a plain error code when no traceback made it into the bundle."""
+    launcher names as holding the real error, the log of a peer whose process ended first
+    (it closed its connections in order: its own error is why), and the stderr of a process
+    that exited with a plain error code when no traceback made it into the bundle."""
     pointers = [f"the error file the job's launcher names: {e.data['path']} ({e.ref.describe()})"
                 for e in events_of(case, KIND.msg_error_file_pointer) if e.data.get("path")]
+    pointers += [f"the log of the process at {_peer_address(e)} (it closed its connection first, {e.ref.describe()}): "
+                 "its own error is why the others failed"
+                 for e in events_of(case, KIND.msg_peer_closed_connection) if _peer_address(e)][:1]
     if not events_of(case, KIND.py_exception):
         pointers += [f"the stderr of the process that exited with code {e.data['exitcode']} ({e.ref.describe()}): "
                      "its Python traceback is not in the bundle"
                      for e in case.events if str(e.data.get("exitcode", "")).isdecimal() and int(e.data["exitcode"]) > 0][:1]
     return list(dict.fromkeys(pointers))[:3]
+
+
+def _peer_address(e) -> str:
+    """`address:port` of the peer named by a peer_closed_connection line (gloo prints [address]:port,
+    NCCL address<port>), or ""."""
+    d = e.data
+    host, port = d.get("peer") or d.get("npeer"), d.get("port") or d.get("nport")
+    return f"{host}:{port}" if host and port else host or ""
 
 
 def _unknown(case: Case, k: Knowledge, findings: list[Finding], scores: dict[str, float],

@@ -24,9 +24,10 @@ from postmortem.knowledge import ROLES, KnowledgeError, load, source
 
 STRENGTHS = ("strong", "weak")
 # How an event says a process died: of a fatal signal it names, by the launcher's record
-# of its exit, of an uncaught exception, killed by the kernel, or a shell/launcher line
-# naming the signal.
-DEATHS = ("", "fatal_signal", "exit", "exception", "kernel_kill", "reported")
+# of its exit, of an uncaught exception, killed by the kernel, a shell/launcher line
+# naming the signal, or -- `peer` -- another process's line saying its peer ended (the peer
+# closed their connection in order: the kernel closes a dead process's sockets).
+DEATHS = ("", "fatal_signal", "exit", "exception", "kernel_kill", "reported", "peer")
 _ID = re.compile(r"(?<![a-z0-9_.])[a-z][a-z0-9_]*+(?:\.[a-z0-9_]++)+")
 
 

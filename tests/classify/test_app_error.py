@@ -15,11 +15,15 @@ K = knowledge.load()
 
 
 def test_an_exception_in_the_job_s_code_is_the_root_and_the_peer_s_connection_error_its_fallout():
-    v = analyze(BUNDLES / "lab-torchrun-app-exception/bundle").verdict
+    a = analyze(BUNDLES / "lab-torchrun-app-exception/bundle")
+    v = a.verdict
     assert v.cause == "app_error" and v.category.value == "config"
     assert "rank 1" in v.root.summary and "IndexError" in v.root.summary and "label_of (rank_crash.py:64)" in v.root.summary
     assert v.root.evidence[0].path == "train.log" and "IndexError" in v.root.evidence[0].text
-    assert "nccl_network" in {f.cause for f in v.symptoms}   # rank 0's 'Connection closed by peer'
+    # rank 0's 'Connection closed by peer' is read as rank 1's process ending (its orderly close,
+    # messages.toml peer_closed_connection), never as a rival network cause
+    assert any(e.kind == "msg.peer_closed_connection" for e in a.case.events)
+    assert "nccl_network" not in {f.cause for f in v.alternatives + v.symptoms}
 
 
 def test_the_peer_s_connection_error_is_never_read_as_the_job_s_own_exception():

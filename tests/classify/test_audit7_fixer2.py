@@ -45,7 +45,10 @@ def test_a_kernel_oom_kill_of_the_job_still_explains_the_peers_network_errors():
     # near miss: a real lab run whose rank was OOM-killed (the kernel names the victim): host_oom keeps the root
     a = analyze(FIXTURES / "bundles/lab-torchrun-oom-cgroup/bundle")
     assert a.verdict.cause == "host_oom"
-    assert any("is explained by host_oom" in t for t in a.verdict.trace)
+    # the peer's 'Connection closed by peer' is the killed rank's orderly close: fallout listed with the
+    # verdict (messages.toml peer_closed_connection), no network rival to explain away
+    assert any(f.signal == "msg.peer_closed_connection" for f in a.verdict.symptoms), a.verdict.trace
+    assert "nccl_network" not in {f.cause for f in a.verdict.alternatives}
 
 
 def test_slurm_killing_the_job_for_its_limit_stays_host_oom():

@@ -386,7 +386,7 @@ ERRNO_ATTEMPT_ENTRIES = ERRNO_ATTEMPT_ENTRIES + [e for e in RETRIED_ENTRIES if e
 # store was reached, and everything below runs after it -- the job's steps, NCCL (its unique id comes
 # through the store), gloo's full-mesh connect (pair addresses exchanged through the store) and its
 # pairs' errors, a collective's watchdog, a store get of the NCCL unique id that timed out.
-STORE_REACHED_KINDS = ["msg.rank_step", "msg.progress_bar", "msg.nccl_connection_closed", "msg.watchdog_timeout",
+STORE_REACHED_KINDS = ["msg.rank_step", "msg.progress_bar", "msg.peer_closed_connection", "msg.nccl_connection_closed", "msg.watchdog_timeout",
                        "msg.watchdog_exception_at_work", "msg.heartbeat_monitor_timeout", "msg.nccl_uniqueid_store_timeout",
                        "msg.nccl_mismatched_collective", "msg.gloo_loopback_fallback", "msg.gloo_connect_unreachable",
                        "msg.gloo_address_family_mismatch", "msg.gloo_device_address_not_found",

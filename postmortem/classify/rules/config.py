@@ -462,7 +462,8 @@ def _failed_on_transport_first(case: Case, k, timed_out: set[int]) -> set[int]:
     if not timed_exits:
         return set()
     first_timeout_exit = min(timed_exits)
-    return {e.rank for e in _network_signs(case, k) if e.rank is not None and e.rank not in timed_out
+    failed = _network_signs(case, k) + events_of(case, _PEER_ENDED)  # (its peer's orderly close is its own failure too)
+    return {e.rank for e in failed if e.rank is not None and e.rank not in timed_out
             and e.rank in exits and (first_timeout_exit - exits[e.rank]).total_seconds() >= 1}
 
 
@@ -732,8 +733,8 @@ def _deaths_not_by_timeout(case: Case, timeouts: list[Event]) -> list[Event]:
     itself a communication error (counter_evidence.crashed_peer reads the same deaths)."""
     out = []
     links = chain_links(case)
-    for e in events_of(case, _KILLS | _SIGNAL_DEATHS | {KIND.py_exception}):
-        if e.kind in _KILLS:
+    for e in events_of(case, _KILLS | _SIGNAL_DEATHS | _PEER_ENDED | {KIND.py_exception}):
+        if e.kind in _KILLS or e.kind in _PEER_ENDED:  # (a peer's orderly close: that peer ended)
             out.append(e)
         elif e.kind in _SIGNAL_DEATHS and e.kind not in _KERNEL_LOG:
             name = signals.name_of(e.data.get("signal")) or signals.of_exitcode(e.data.get("exitcode"))
@@ -748,6 +749,7 @@ def _deaths_not_by_timeout(case: Case, timeouts: list[Event]) -> list[Event]:
 _TRANSPORT_KINDS = frozenset({KIND.nccl_warn, KIND.nccl_error_chain, KIND.kernel_ib})
 _KILLS = deaths("kernel_kill")
 _SIGNAL_DEATHS = deaths("fatal_signal", "exit")
+_PEER_ENDED = deaths("peer")
 _KERNEL_LOG = produced_by("parser:kernel")
 
 

@@ -606,7 +606,7 @@ class StacksAtTimeout(Rule):
 def _peer_gone_positions(case: Case, params) -> dict[int, "_Position"]:
     """Ranks placed by the traceback of a peer-gone error (gloo "Connection closed by peer"):
     gloo raises it in the work.wait() of the call the rank was in."""
-    gone = {(e.ref.path, (e.text or "").strip()) for e in events_of(case, (KIND.msg_nccl_connection_closed,))}
+    gone = {(e.ref.path, (e.text or "").strip()) for e in events_of(case, (KIND.msg_peer_closed_connection,))}
     out: dict[int, _Position] = {}
     for s in case.stacks:
         if s.origin != "traceback" or (s.ref.path, s.title.strip()) not in gone:

@@ -8,7 +8,7 @@ from postmortem.classify.index import kinds_in
 from postmortem.classify.rules.base import Rule, _repeat, events_of, finding, sign_finding
 from postmortem.classify.rules.catalog import _readings
 from postmortem.classify.rules.config import TIMEOUT_KINDS
-from postmortem.knowledge.registry import KIND, LIMIT, SIGN
+from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths
 from postmortem.model import Event, Severity
 
 _PATTERN_KINDS_PREFIX = "msg."  # the kinds message patterns emit: msg.<id> (knowledge/messages.toml)
@@ -31,6 +31,9 @@ class KnownMessages(Rule):
         out = []
         for pid, events in by_pattern.items():
             m = patterns.get(pid)
+            if m is not None and m.cause == "" and m.role == "symptom":
+                out.append(_fallout(k, self.id, m, events, trace))
+                continue
             if m is None or m.cause in ("", "xid") or m.weight <= 0:
                 continue
             events = [e for e in events if (e.ref.path, e.ref.line) not in by_catalog]
@@ -53,6 +56,15 @@ class KnownMessages(Rule):
         return out
 
 
+def _fallout(k, rule: str, m, events: list[Event], trace: list[str]):
+    """A line that is fallout by nature with no cause of its own (a peer's orderly close: its
+    process ended first): listed among the verdict's symptoms, no support for any cause."""
+    trace.append(f"{rule}: {m.id} x{len(events)}: fallout, no cause of its own, first at {events[0].ref.describe()}")
+    summary = " ".join(events[0].text.split())[:200] + (f" (×{len(events)})" if len(events) > 1 else "")
+    return finding(k, "", 0.0, rule, summary, events, "symptom", discriminator=m.id,
+                   signal=f"{_PATTERN_KINDS_PREFIX}{m.id}")
+
+
 def _far_end_silent(case, k, pid: str, events: list[Event]) -> bool:
     """Every line is an errno that the path stopping and the peer host dying both produce
     (catalogs/readings.toml [far_end_silent]), and no other process of the job reports its own
@@ -63,7 +75,7 @@ def _far_end_silent(case, k, pid: str, events: list[Event]) -> bool:
     if pid not in spec["messages"] or not all(e.data.get("error") in spec["errors"] for e in events):
         return False
     comms = {f"{_PATTERN_KINDS_PREFIX}{m.id}" for m in k.messages if k.causes.get(m.cause) is not None
-             and k.causes[m.cause].category == "comms"} | set(TIMEOUT_KINDS)
+             and k.causes[m.cause].category == "comms"} | set(TIMEOUT_KINDS) | deaths("peer")
     reports = [r for r in events_of(case, comms) if r.severity in _FAILED]
     return not any(_other_side(r, e) for e in events for r in reports)
 

@@ -27,7 +27,7 @@ import re
 from postmortem.classify.rules.base import Rule, events_of, sign_finding
 from postmortem.classify.rules.config import TIMEOUT_KINDS, level_stall
 from postmortem.classify.rules.interfaces import _host_local, _job_endpoints, _named, job_interfaces
-from postmortem.knowledge.registry import KIND, SIGN, produced_by
+from postmortem.knowledge.registry import KIND, SIGN, deaths, produced_by
 from postmortem.model import Case, Fact
 from postmortem.parsers.hosts import FACT as NAME_FACT
 from postmortem.parsers.iproute import FACT, NEIGH_FACT, ROUTE_FACT
@@ -298,8 +298,10 @@ class SourceRewrittenOnPath(Rule):
 
 
 def _comms_kinds(k) -> frozenset[str]:
-    """Message kinds a pattern reads as a comms cause (a transport error the job printed)."""
-    return frozenset(f"msg.{m.id}" for m in k.messages if m.cause in k.causes and k.causes[m.cause].category == "comms")
+    """Message kinds a pattern reads as a comms cause (a transport error the job printed), and
+    a connection its peer closed (the job failed at a connection, whatever ended the peer)."""
+    return frozenset(f"msg.{m.id}" for m in k.messages
+                     if m.cause in k.causes and k.causes[m.cause].category == "comms") | deaths("peer")
 
 
 class LinkDownDuringJob(Rule):
