@@ -21,7 +21,7 @@ from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
 from postmortem.classify.rules.versions import NcclFixedInLaterRelease
 from postmortem.classify.rules.peer_path import (IpsecPolicyWithoutSa, LinkDownDuringJob, NameResolvesApart, PeerAddressElsewhere,
                                                  PeerUnresolved, PeerUnroutable,
-                                                 SourceRewrittenOnPath)
+                                                 SourceRewrittenOnPath, StoreAddressOctal)
 
 RULES: tuple[Rule, ...] = (
     KnownMessages(),
@@ -67,6 +67,7 @@ RULES: tuple[Rule, ...] = (
     PeerUnresolved(),
     PeerUnroutable(),
     NameResolvesApart(),
+    StoreAddressOctal(),
     PeerAddressElsewhere(),
     IpsecPolicyWithoutSa(),
     SourceRewrittenOnPath(),

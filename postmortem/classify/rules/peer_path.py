@@ -542,3 +542,43 @@ class NameResolvesApart(Rule):
             refs = tuple(f.ref for f in records if f.ref.path in pair)[:2]
             return [sign_finding(k, SIGN.net_name_resolves_apart, self.id, what, [failed], "name", extra_refs=refs)]
         return []
+
+
+# a dotted quad of decimal-digit parts (one with a leading zero is what inet_aton reads as octal)
+_DOTTED_QUAD = re.compile(r"^(\d{1,12})\.(\d{1,12})\.(\d{1,12})\.(\d{1,12})$")
+
+
+def _as_glibc_reads(quad: str) -> str | None:
+    """The address glibc's getaddrinfo dials for a dotted quad when a zero-padded part makes it
+    another one than its decimal reading (inet_aton: a leading 0 is octal); else None."""
+    m = _DOTTED_QUAD.match(quad)
+    if m is None:
+        return None
+    parts = m.groups()
+    if any(p.startswith("0") and len(p) > 1 and set(p) - set("01234567") for p in parts):
+        return None   # not octal either: getaddrinfo fails (a gai error), no address is dialed
+    read = [int(p, 8) if p.startswith("0") and len(p) > 1 else int(p) for p in parts]
+    if any(v > 255 for v in read) or read == [int(p) for p in parts]:
+        return None
+    return ".".join(map(str, read))
+
+
+class StoreAddressOctal(Rule):
+    """The store's host, as the job's failed connects print it, is a dotted quad that glibc reads
+    as another address (a zero-padded part of 8 or more is octal; signals.toml net.store_address_octal)."""
+
+    id = "store-address-octal"
+
+    def findings(self, case, k, trace):
+        pattern = re.compile(SIGN.net_store_address_octal.params["store_host"])
+        for e in case.events:
+            for m in pattern.finditer(e.text or ""):
+                written = m.group("host") or m.group("host2") or m.group("host3") or ""
+                dialed = _as_glibc_reads(written)
+                if dialed is None:
+                    continue
+                what = (f"the store's address is written {written} ({e.ref.describe()}): glibc's getaddrinfo reads "
+                        f"a part with a leading zero as octal, so the job dialed {dialed}, not the host it meant")
+                trace.append(f"{self.id}: {what}")
+                return [sign_finding(k, SIGN.net_store_address_octal, self.id, what, [e], "store-address")]
+        return []
