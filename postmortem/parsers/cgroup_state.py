@@ -21,6 +21,8 @@ Facts:
 * `cgroup.frozen` — True for freezer.state FROZEN or FREEZING (v1), cgroup.freeze 1 or
   cgroup.events `frozen 1` (v2); False for THAWED / 0; its text names the group's folder when
   the header or line gave the path (`FROZEN in /sys/fs/cgroup/freezer/job`);
+* `cgroup.under_oom` — memory.oom_control `under_oom` (v1): 1 while the group is under OOM and its
+  tasks may be stopped (cgroup-v1/memory.rst "OOM Control"); per group like the freezer state;
 * `cgroup.pids_max` (`unlimited` for `max`), `cgroup.pids_max_hits` — pids.events `max N`: task
   creations (fork, clone of a thread) the limit refused;
 * `cgroup.pids_group` — the group whose pids files these are, as the kernel names it (the path
@@ -38,7 +40,7 @@ import re
 
 from postmortem.parsers.base import Line, LineParser
 
-_FILES = r"cpu\.stat|cpu\.max|cpu\.cfs_quota_us|cpu\.cfs_period_us|freezer\.state|cgroup\.freeze|cgroup\.events|pids\.max|pids\.events"
+_FILES = r"cpu\.stat|cpu\.max|cpu\.cfs_quota_us|cpu\.cfs_period_us|freezer\.state|cgroup\.freeze|cgroup\.events|pids\.max|pids\.events|memory\.oom_control"
 _HEADER = re.compile(r"^(?:\$ ?(?:sudo )?(?:cat|head(?: -n ?\d+)?) +|==>? ?)(?P<path>/\S*?(?P<file>" + _FILES
                      + r"))(?: ?<==| ?==)?\s*(?:#.*)?$")
 _ONE_LINE = re.compile(r"^(?P<path>/\S*?(?P<file>" + _FILES + r")):\s*(?P<value>\S.*?)\s*$")
@@ -58,7 +60,11 @@ PREFILTER = re.compile(r"^(?:\$ ?(?:sudo )?(?:cat|head)\b.*/(?:" + _FILES + r")\
 
 # (file, key or None) -> fact
 _KEYED = {("cpu.stat", "nr_periods"): "cgroup.cpu_periods", ("cpu.stat", "nr_throttled"): "cgroup.cpu_throttled_periods",
-          ("pids.events", "max"): "cgroup.pids_max_hits", ("cgroup.events", "frozen"): "cgroup.frozen"}
+          ("pids.events", "max"): "cgroup.pids_max_hits", ("cgroup.events", "frozen"): "cgroup.frozen",
+          # only under_oom of memory.oom_control: its oom_kill count under a transcript's header names
+          # no group the way `postmortem collect`'s does (cgroup.py reads those), so it is not a count
+          # of the job's group to weigh against host_oom
+          ("memory.oom_control", "under_oom"): "cgroup.under_oom"}
 _SINGLE = {"cpu.cfs_quota_us": "cgroup.cpu_quota_us", "cpu.cfs_period_us": "cgroup.cpu_period_us",
            "pids.max": "cgroup.pids_max", "cgroup.freeze": "cgroup.frozen", "freezer.state": "cgroup.frozen"}
 _FREEZER = {"FROZEN": True, "FREEZING": True, "THAWED": False}
@@ -151,7 +157,7 @@ def _group_of(path: str) -> str:
 
 # facts read per group: a freezer listing of several groups (audit 8 H4), cpu.stat read twice per
 # group to date its throttling (audit 8 H7)
-_PER_GROUP = ("cgroup.frozen", "cgroup.cpu_periods", "cgroup.cpu_throttled_periods")
+_PER_GROUP = ("cgroup.frozen", "cgroup.cpu_periods", "cgroup.cpu_throttled_periods", "cgroup.under_oom")
 
 
 def _in_group(value: str, group: str, fact: str) -> str:

@@ -204,6 +204,14 @@ class CgroupHeldBack(Rule):
                                     "its tasks were stopped by the kernel's freezer (docker pause, a checkpoint tool) "
                                     f"while its peers waited in a collective until the timeout ({hang[0].ref.describe()})",
                                     hang[:2], "frozen", extra_refs=(frozen.ref,)))
+        starved = _job_under_oom(case, facts, self.id, trace)
+        if starved is not None:
+            trace.append(f"{self.id}: the job's memory cgroup was under OOM ({starved.ref.describe()}) beside {hang[0].ref.describe()}")
+            out.append(sign_finding(k, SIGN.cgroup_under_oom_during_hang, self.id,
+                                    f"the job's memory cgroup was under OOM ({starved.text or starved.value}, "
+                                    f"{starved.ref.describe()}): its tasks that asked for memory were stopped at the "
+                                    f"group's limit while its peers waited in a collective until the timeout "
+                                    f"({hang[0].ref.describe()})", hang[:2], "under-oom", extra_refs=(starved.ref,)))
         held = _throttled_in_hang(facts, self.id, trace)
         if held is not None:
             throttled, periods, ref, how = held
@@ -217,6 +225,30 @@ class CgroupHeldBack(Rule):
                                     f"others waited in a collective until the timeout ({hang[0].ref.describe()})",
                                     hang[:2], "throttled", extra_refs=(ref,)))
         return out
+
+
+def _job_under_oom(case, facts, rule: str, trace: list[str]):
+    """The job's memory cgroup reading under_oom 1, or None.  As for the freezer (audit 8 H4): a
+    listing may show any group of the host, so a group under OOM is the job's when the job's own
+    lines name it, or when no group of the bundle reads 0."""
+    readings = [f for f in facts if f.name == "cgroup.under_oom" and isinstance(f.value, int)]
+    under = [f for f in readings if f.value > 0]
+    if not under:
+        return None
+    files = {f.ref.path for f in readings}
+    named = {g for g in {_group(f) for f in readings} if g and _named_by_job(case, g.rsplit("/", 1)[-1], files)}
+    if named:
+        mine = [f for f in readings if _group(f) in named]
+        if any(f.value == 0 for f in mine):
+            trace.append(f"{rule}: the job's memory cgroup reads under_oom 0 ({next(f for f in mine if f.value == 0).ref.describe()}): "
+                         "its state during the hang is not known")
+            return None
+        return next((f for f in mine if f.value > 0), None)
+    if len(under) < len(readings):
+        trace.append(f"{rule}: a memory cgroup reads under_oom 1 ({under[0].ref.describe()}) beside one that reads 0, "
+                     "and the job's lines name neither: which is the job's is not known")
+        return None
+    return under[0]
 
 
 def _throttled_in_hang(facts, rule: str, trace: list[str]):
