@@ -58,6 +58,7 @@ FACT = "net.interface"
 FDB_FACT = "net.fdb_entry"
 NEIGH_FACT = "net.neighbour"
 ROUTE_FACT = "net.route"
+ROUTE_GET_FACT = "net.route_get_failed"
 # route types iproute2 prints before the destination when not unicast (lib/rt_names.c rtnl_rtntype_n2a)
 ROUTE_TYPES = ("unreachable", "blackhole", "prohibit", "throw", "local", "broadcast", "multicast", "anycast", "nat")
 _ROUTE_KEYS = ("via", "dev", "src", "proto", "scope", "table", "metric", "nhid")
@@ -252,7 +253,35 @@ def route(parser, line: Line, tree) -> bool:
 
 _MAC_WORD = re.compile(rf"^{_MAC}$")
 
-BLOCKS = (IpMonitorLinkBlock, IpLinkBlock)
+class IpRouteGetBlock(Block):
+    """`ip route get ADDR` in a shell transcript (the `$ ` prompt line names the address), answered
+    by iproute2's error line instead of a route: lib/libnetlink.c __rtnl_talk_iov prints
+    'RTNETLINK answers: ' + strerror of the kernel's answer -- ENETUNREACH ('Network is unreachable')
+    when no route of the host's tables covers the address (net/ipv4/route.c ip_route_output_key_hash
+    -> fib_lookup fails), EHOSTUNREACH for an `unreachable` route.  Fact `net.route_get_failed`:
+    {addr, error}.  A route line answering it is no table's route (iproute.route declines it)."""
+
+    opener = re.compile(r"^\$ ?(?:sudo )?ip (?:-4 )?r(?:oute)? get (?:to )?(?P<addr>\d{1,3}(?:\.\d{1,3}){3})\s*(?:#.*)?$")
+
+    def __init__(self, parser, header) -> None:
+        super().__init__(parser, header)
+        self.addr = self.opener.match(header.text.strip()).group("addr")
+        self.answered = False
+
+    def feed(self, line: Line) -> bool:
+        if self.answered:
+            return False
+        self.answered = True
+        m = _RTNETLINK.match(line.text.strip())
+        if m is None:
+            return False
+        self.sink.fact(line, ROUTE_GET_FACT, {"addr": self.addr, "error": m.group("error")}, text=line.text.strip())
+        return True
+
+
+_RTNETLINK = re.compile(r"^RTNETLINK answers: (?P<error>[A-Za-z][A-Za-z ]{2,60})$")
+
+BLOCKS = (IpMonitorLinkBlock, IpLinkBlock, IpRouteGetBlock)
 # the state column, then an address (v4 or v6 with a prefix length), a MAC (-br link), or nothing
 LINE_FORMATS = (
     LineFormat("ip_neigh", re.compile(rf"^(?:\d{{1,3}}(?:\.\d{{1,3}}){{3}}|[0-9a-fA-F:]*:[0-9a-fA-F:]*) dev \S+"

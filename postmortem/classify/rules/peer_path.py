@@ -30,7 +30,7 @@ from postmortem.classify.rules.interfaces import _host_local, _job_endpoints, _n
 from postmortem.knowledge.registry import KIND, SIGN, deaths, produced_by
 from postmortem.model import Case, Fact
 from postmortem.parsers.hosts import FACT as NAME_FACT
-from postmortem.parsers.iproute import FACT, NEIGH_FACT, ROUTE_FACT
+from postmortem.parsers.iproute import FACT, NEIGH_FACT, ROUTE_FACT, ROUTE_GET_FACT
 from postmortem.parsers.iptables import FACT as FIREWALL_FACT
 from postmortem.parsers.xfrm import LISTING_FACT, POLICY_FACT, STATE_FACT
 
@@ -445,7 +445,35 @@ class PeerUnroutable(Rule):
 
     id = "peer-unroutable"
 
+    def _route_get_failed(self, case, k, trace) -> list:
+        """The host's own answer for one address: `ip route get PEER` refused with no route
+        (parsers/iproute.py net.route_get_failed), PEER an address the job's lines name."""
+        params = SIGN.net_peer_unroutable.params
+        answers = [f for f in case.facts if f.name == ROUTE_GET_FACT and isinstance(f.value, dict)
+                   and f.value.get("error") in params["no_route_answers"]]
+        if not answers:
+            return []
+        named, _ = _job_endpoints(case)
+        mine = [f for f in answers if f.value.get("addr") in named]
+        if not mine:
+            trace.append(f"{self.id}: not read: `ip route get` refused {answers[0].value['addr']} "
+                         f"({answers[0].ref.describe()}), an address the job's lines do not name")
+            return []
+        connect_failed = re.compile(params["connect_failed"])
+        failed = [e for e in case.events if connect_failed.search(e.text or "")] or _failure(case)
+        if not failed:
+            return []
+        f = mine[0]
+        what = (f"the host's kernel has no route to the job's peer {f.value['addr']}: `ip route get` answered "
+                f"'{f.value['error']}' ({f.ref.describe()})")
+        trace.append(f"{self.id}: {what}")
+        return [sign_finding(k, SIGN.net_peer_unroutable, self.id, what + f"; the job failed beside it ({failed[0].ref.describe()})",
+                             failed[:2], "route", extra_refs=(f.ref,))]
+
     def findings(self, case, k, trace):
+        asked = self._route_get_failed(case, k, trace)
+        if asked:
+            return asked
         routes = [f for f in case.facts if f.name == ROUTE_FACT and isinstance(f.value, dict)]
         if not routes:
             return []
