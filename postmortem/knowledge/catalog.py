@@ -168,6 +168,13 @@ def nccl_file_subsystem(src: str) -> str:
     return next((s for rx, s, _ in rules if rx.search(short)), "")
 
 
+def nccl_file_cause(src: str) -> str:
+    """The cause the subsystem of an NCCL source file reads as (gen_nccl.py FILE_RULES), or ''."""
+    rules = _nccl_index()[2]
+    short = src.split("src/")[-1]
+    return next((c for rx, _, c in rules if rx.search(short)), "")
+
+
 def match_nccl(line: str) -> Match | None:
     """The NCCL catalog entry a WARN / failure INFO line comes from, or None.  Accepts a whole
     log line (the source file it names picks the subsystem of generic macros) or the bare

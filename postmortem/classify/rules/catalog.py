@@ -49,6 +49,8 @@ def _hits(e: Event) -> list[catalog.Match]:
         # release that declares it.  Any other symbol is not the catalogs' to read.
         api = catalog.nccl_api(str(e.data.get("symbol") or ""))
         return [catalog.Match(api, api.cause, api.strength, f"{api.name} (NCCL >= {api.versions[0]})")] if api else []
+    if e.kind == KIND.nccl_error_chain:
+        return _chain_reading(e)
     if e.kind in _CUDA_LINE_KINDS:
         # A framework's CUDA check (THC, Caffe, darknet) or a line naming a cudaError_t /
         # CUresult, on a line no parser reads: the error text or name.
@@ -84,10 +86,36 @@ _CUDA_LINE_KINDS = frozenset({KIND.msg_cuda_check_failed, KIND.msg_cuda_error, K
 # The kinds _hits reads anything on (every other kind: nothing); the rule walks only these.
 # A kind _hits starts reading goes here too (tests/classify/test_kind_index.py checks).
 _READ_KINDS = frozenset({KIND.nccl_warn, KIND.kernel_nvrm, KIND.kernel_line, KIND.msg_c10d_log, KIND.py_exception,
-                         KIND.msg_undefined_symbol,
+                         KIND.msg_undefined_symbol, KIND.nccl_error_chain,
                          KIND.native_terminate}) | _CUDA_LINE_KINDS
 _NCCL_RESULT = re.compile(r"\b(nccl(?:Unhandled\w{1,20}|Invalid\w{1,20}|Remote|System|Internal)(?:Error|Usage|Argument)?)\b")
 _LAST_ERROR = re.compile(r"Last error:\s*\n\s*(.{4,400})")
+
+
+def _process(e: Event) -> tuple:
+    """The NCCL process a line is from: host and pid where the line names them, else its file."""
+    return (e.host, e.pid) if e.pid is not None else (e.ref.path,)
+
+
+def _chain_reading(e: Event) -> list[catalog.Match]:
+    """An NCCL error chain ('misc/socket.cc:567 -> 2' ... 'bootstrap.cc:270 -> 2') whose code is
+    one the catalog reads by the failing call (ncclSystemError: "the WARN before it names the call
+    and errno") and whose process printed no WARN: the file the chain starts in is where the
+    system call failed, read as match_nccl reads such a WARN without an errno -- the file's
+    subsystem, weakly.  With a WARN the WARN is the reading (one failure, one sign)."""
+    from postmortem.knowledge import catalog  # the catalogs' module only for lines it reads (startup)
+
+    chain = e.data.get("chain") or ()
+    if e.data.get("origin") or not chain:
+        return []
+    result = catalog.nccl_result(e.data.get("rc"))
+    if result is None or result.cause != catalog.ERRNO:
+        return []
+    src = str(chain[0]).rsplit(":", 1)[0]
+    cause = catalog.nccl_file_cause(src)
+    if cause in (catalog.CONTEXT, catalog.ERRNO, catalog.CUDA, ""):
+        return []
+    return [catalog.Match(result, cause, "subsystem", f"{result.name} returned first by {chain[0]}")]
 
 
 @functools.lru_cache(maxsize=None)
@@ -207,9 +235,11 @@ class CatalogReadings(Rule):
         groups: dict[tuple[str, str, str], list[Event]] = defaultdict(list)
         details: dict[tuple[str, str, str], str] = {}
         seen: set[tuple] = set()
+        # the processes that printed a WARN: their error chains are that WARN's failure (one sign)
+        warned = {_process(w) for w in events_of(case, KIND.nccl_warn)}
         for e in events_of(case, _READ_KINDS):
             where = (e.ref.path, e.ref.line)
-            if where in claimed:
+            if where in claimed or (e.kind == KIND.nccl_error_chain and _process(e) in warned):
                 continue
             for m in _hits(e):
                 if m.cause not in k.causes or (where, m.entry.id) in seen:
