@@ -56,6 +56,11 @@ FILE_RULES: tuple[tuple[str, str, str], ...] = (
 # cudaGetErrorString / cuGetErrorString text); 'errno' refines by the strerror text.
 TEXT_RULES: tuple[tuple[str, str, str, str], ...] = (
     (r"^Failed to open lib|^Failed to load|dlopen|dlsym", "", "context", "an optional library is missing: NCCL falls back (a hint, not a failure)"),
+    # misc/strongstream.cc ncclCudaGetCapturingGraph (v2.18.6-v2.30.7): a stream under CUDA graph capture
+    # is refused when `CUDART_VERSION < 11030 || driver < 11030` -- NCCL's build or the driver predates
+    # the capture API it needs (cudaStreamGetCaptureInfo_v2 / cudaStreamUpdateCaptureDependencies).
+    # Two readings, the build first (weak: EITHER_OF_TWO below).
+    (r"cannot be captured in a graph", "", "nccl_version_old", "NCCL refused a CUDA graph capture: it was built with a CUDA runtime older than 11.3, or the driver is older than R465 (misc/strongstream.cc: CUDART_VERSION < 11030 || driver < 11030)"),
     (r"^Cuda failure|^CUDA failure|^Cuda driver error|^CUDA driver error|cuGetErrorString|Cuda error|CUDA error", "cuda", "cuda", "a CUDA call failed: read its error text"),
     (r"shared memory segment|/dev/shm|shm_open|shmOpen|posix_fallocate|Call to .*fallocate|failed to extend .*bytes, error:", "shm", "errno", "shared-memory segment: read the errno text"),
     (r"^Error: failed to extend +to +bytes$", "shm", "shm_exhausted", "misc/shmutils.cc: posix_fallocate of the /dev/shm segment failed — on tmpfs that is ENOSPC, no room left"),
@@ -113,6 +118,10 @@ NAMES_ONLY_THE_SUBSYSTEM = frozenset({r"NET/IB|NET/Socket|NET/Plugin|\bIB\b"})
 # A dead peer process and a failed network print the same words, so the reading is weak: it
 # leans to the network and needs a second, independent sign (audit 6, fixer2's check of
 # misc/socket.cc socketProgressOpt).
+# Text rules whose words name two versions that may be too old (NCCL's build, the driver): the
+# reading names the first and is weak, since the line does not say which one.
+EITHER_OF_TWO = frozenset({r"cannot be captured in a graph"})
+
 PEER_FALLOUT = frozenset({r"Connection reset|Connection closed|closed by remote|remote process exited|peer.*closed",
                           r"exceeded retries"})
 
@@ -246,7 +255,7 @@ def reading(path: str, fmt: str) -> dict:
             return {"subsystem": sub, "cause": "context", "strength": "subsystem",
                     "why": "NCCL's check of its own state or of the topology (an argument check's words outside the API files)"}
         if re.search(rx, words):
-            strength = "subsystem" if rx in NAMES_ONLY_THE_SUBSYSTEM | PEER_FALLOUT else "specific"
+            strength = "subsystem" if rx in NAMES_ONLY_THE_SUBSYSTEM | PEER_FALLOUT | EITHER_OF_TWO else "specific"
             return {"subsystem": tsub or sub, "cause": cause, "strength": strength, "why": why}
     if not file_cause:
         return {"subsystem": sub, "cause": "", "strength": "none", "why": f"source file {path}: no rule yet"}
