@@ -16,7 +16,7 @@ from postmortem.classify.rules.hang import CgroupHeldBack, FlightRecorderHang, O
 from postmortem.classify.rules.held import HeldWait
 from postmortem.classify.rules.hardware import GpuHealth, ThermalBeforeBusLoss
 from postmortem.classify.rules.interfaces import (FirewallDiscards, HostOffNetwork, InterfaceFaults, PathDiscards,
-                                                  TcpConnectionLosses)
+                                                  SegmentsExceedReceiverMtu, TcpConnectionLosses)
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
 from postmortem.classify.rules.versions import NcclFixedInLaterRelease
 from postmortem.classify.rules.peer_path import (IpsecPolicyWithoutSa, LinkDownDuringJob, NameResolvesApart, PeerAddressElsewhere,
@@ -61,6 +61,7 @@ RULES: tuple[Rule, ...] = (
     ForkEnomem(),
     InterfaceFaults(),
     TcpConnectionLosses(),
+    SegmentsExceedReceiverMtu(),
     PathDiscards(),
     FirewallDiscards(),
     HostOffNetwork(),

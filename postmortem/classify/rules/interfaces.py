@@ -210,6 +210,50 @@ class TcpConnectionLosses(Rule):
                              extra_refs=tuple(x.ref for x in losing[:2]))]
 
 
+class SegmentsExceedReceiverMtu(Rule):
+    """One TCP connection seen from both of its hosts (`ss -ti` of each): the sender's data sits
+    unacknowledged with its retransmission timer expired (or segments marked lost), and the
+    segments it sends (its mss plus the least header) are larger than the receiving end's path
+    MTU.  TCP chose the mss at setup from both ends' MSS and lowers it only for the sender's own
+    route or an ICMP 'fragmentation needed': an MTU lowered later on the receiver's interface
+    leaves every full segment, and every retransmission of it, too large to arrive."""
+
+    id = "segments-exceed-receiver-mtu"
+
+    def findings(self, case, k, trace):
+        conns = [f for f in case.facts if f.name == TCP_FACT and isinstance(f.value, dict)
+                 and f.value.get("state") in ("", "ESTAB")]
+        if len(conns) < 2:
+            return []
+        ends: dict[tuple, list[Fact]] = {}
+        for f in conns:
+            ends.setdefault((_split_endpoint(str(f.value.get("local"))), _split_endpoint(str(f.value.get("peer")))), []).append(f)
+        header = int(SIGN.net_segments_exceed_receiver_mtu.params["header_bytes"])
+        for f in conns:
+            info = f.value.get("info") or {}
+            mss, unacked = info.get("mss"), info.get("unacked")
+            stalled = isinstance(unacked, int) and unacked > 0 and (info.get("backoff") or info.get("lost"))
+            local, peer = _split_endpoint(str(f.value.get("local"))), _split_endpoint(str(f.value.get("peer")))
+            if not isinstance(mss, int) or not stalled or _LOOPBACK.match(local[0]) or _LOOPBACK.match(peer[0]):
+                continue
+            for g in ends.get((peer, local), ()):
+                pmtu = (g.value.get("info") or {}).get("pmtu")
+                if g.ref.path == f.ref.path or not isinstance(pmtu, int) or mss + header <= pmtu:
+                    continue
+                what = (f"TCP connection {f.value['local']} -> {f.value['peer']} sends segments of {mss} bytes of data "
+                        f"({mss + header} or more with headers; {f.ref.describe()}), while the receiving end's path MTU is "
+                        f"{pmtu} ({g.ref.describe()}, the same connection); {unacked} segment(s) unacknowledged"
+                        + (f", RTO backoff {info['backoff']}" if info.get("backoff") else "")
+                        + f", {f.value.get('send_q', 0)} bytes queued")
+                trace.append(f"{self.id}: {what}")
+                summary = (what + ": the receiver's interface takes smaller frames than the sender puts on the wire "
+                           "(an MTU lowered on one host after the connection was set up, or a segment that does not "
+                           "report it), so the full segments and their retransmissions are dropped on arrival")
+                return [sign_finding(k, SIGN.net_segments_exceed_receiver_mtu, self.id, summary, waits(case)[:2],
+                                     "mtu", extra_refs=(f.ref, g.ref))]
+        return []
+
+
 # an IPv4 address, optionally with :port, as NCCL (Bootstrap/NET/Socket "eth0:10.0.0.1<0>"), gloo
 # ("remote=[10.0.0.1]:port"), c10d and launchers (MASTER_ADDR, --master-addr) print them
 _ADDR_PORT = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?:\]?:(\d{2,5}))?(?![\d.])")
