@@ -81,6 +81,11 @@ TEXT_RULES: tuple[tuple[str, str, str, str], ...] = (
     # retried RETRY_REFUSED_TIMES, then 'exceeded retries': nobody listened at the peer's address --
     # a peer process dead or not yet up, or a wrong port -- as much as a path fault: weak (audit 7 M2).
     (r"exceeded retries", "socket", "nccl_network", "connect attempts refused until NCCL's retries ran out: nobody listened at the peer's address (a peer dead or not yet up, a wrong port) as much as a path fault"),
+    # misc/socket.cc socketFinalizeAccept (v2.16.5-v2.24.3): a connection whose first 8 bytes are not the
+    # communicator's magic is closed and NCCL accepts again ("Ignore spurious connection and accept
+    # again", return ncclSuccess): a stray client on NCCL's port (a scanner, an HTTP probe), no
+    # failure of the job's own connections (2.27 prints it as INFO "didn't receive a valid magic").
+    (r"socketFinalizeAccept: wrong magic", "", "context", "a stray connection to NCCL's listening port (not the communicator's magic), closed and ignored: NCCL accepts again"),
     (r"Connection refused|socketProgress|socketPoll|socketFinalizeAccept|socketConnect|Connect to .* failed|connect.* failed|Accept failed|accept failed|Net : Connection", "socket", "nccl_network", "a socket connection to a peer failed"),
     (r"NET/IB|NET/Socket|NET/Plugin|\bIB\b", "", "nccl_network", "an IB or socket transport failure"),
     (r"NVLS|nvls|[Mm]ulticast|cuMulticast|IMEX|[Ff]abric|MNNVL", "nvls", "nvls_fabric", "NVLS / multicast / fabric setup failed"),
