@@ -37,10 +37,23 @@ def test_a_route_line_answering_route_get_is_no_refusal():
     assert not [f for f in result.sink.facts if f.name in ("net.route_get_failed", "net.route")]
 
 
-def test_no_route_to_the_store_beside_its_connect_failures_claims_the_network(tmp_path):
+def test_no_route_beside_connects_that_printed_the_same_answer_is_one_sign(tmp_path):
+    """The connects' `errno: 101 - Network is unreachable` is the answer of the lookup `ip route get`
+    repeats (audit 13 H1): one fact, read twice -- the case leans, it does not claim."""
     v = analyze(_copy(tmp_path)).verdict
-    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+    assert v.cause == "unknown" and "leaning nccl_network" in v.summary, (v.summary, v.trace)
+    assert any(t.startswith("peer-unroutable: not counted: `ip route get` 10.96.4.1") for t in v.trace), v.trace
+
+
+def test_no_route_beside_a_failure_of_another_answer_is_a_second_sign(tmp_path):
+    """Near miss: the same refusal beside connects that timed out (the shape of a host whose reply has
+    no route back) is another observation than the connects' own errno, and counts."""
+    bundle = _copy(tmp_path, lambda name, text: text.replace("errno: 101 - Network is unreachable",
+                                                             "errno: 110 - Connection timed out")
+                   if name == "node1.log" else text)
+    v = analyze(bundle).verdict
     assert any(t.startswith("peer-unroutable: the host's kernel has no route to the job's peer 10.96.4.1") for t in v.trace)
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
 
 
 def test_a_refused_address_the_job_does_not_dial_is_not_read(tmp_path):
