@@ -445,9 +445,10 @@ def _pointers_in_bundle(case: Case) -> list[str]:
 
 def _peer_address(e) -> str:
     """`address:port` of the peer named by a peer_closed_connection line (gloo prints [address]:port,
-    NCCL address<port>), or ""."""
+    NCCL address<port>; a close or a reset), or ""."""
     d = e.data
-    host, port = d.get("peer") or d.get("npeer"), d.get("port") or d.get("nport")
+    host = d.get("peer") or d.get("npeer") or d.get("rpeer") or d.get("cpeer")
+    port = d.get("port") or d.get("nport") or d.get("rport") or d.get("cport")
     return f"{host}:{port}" if host and port else host or ""
 
 

@@ -484,7 +484,8 @@ def _reset_at_peers_timeout(case: Case, k, timed_out: set[int]) -> set[int]:
     # within the records' resolution before, and the agents' polling after (audit 10 L5: a reset
     # long after is another write -- a straggler's, arriving late -- not the collective's)
     before, after = LIMIT.reset_before_peer_exit_s, LIMIT.reset_after_peer_exit_s
-    return {e.rank for e in _network_signs(case, k) if e.rank is not None and e.rank not in timed_out
+    # (gloo's per-peer reset is read as the peer ending, messages.toml peer_closed_connection: audit 13 M1)
+    return {e.rank for e in _network_signs(case, k) + events_of(case, _PEER_ENDED) if e.rank is not None and e.rank not in timed_out
             and e.rank in exits and reset.search(e.text or "")
             and -after <= (first_timeout_exit - exits[e.rank]).total_seconds() < before}
 
