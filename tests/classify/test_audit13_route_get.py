@@ -36,3 +36,26 @@ def test_without_the_errno_lines_the_refusal_is_read(tmp_path):
     v = analyze(bundle).verdict
     assert any(t.startswith("peer-unroutable: the host's kernel has no route to the job's peer 10.139.1.1")
                for t in v.trace), v.trace
+
+
+_BACK = ROOT / "fixtures/lab/audit13/route_back/bundle"
+
+
+def test_the_store_hosts_refusal_beside_the_peers_timeouts_is_a_second_sign():
+    """REAL route_back: node0 (the store's host) has no route back to node1, whose connects time out.
+    node1's address is named by no job line, only by node1's `ip -br addr`; node0's refusal and node1's
+    timeouts are two hosts' observations: they claim the network."""
+    v = analyze(_BACK).verdict
+    assert any(t.startswith("peer-unroutable: the host's kernel has no route to the job's peer 10.139.2.2")
+               for t in v.trace), v.trace
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), v.trace
+
+
+def test_without_the_peers_listing_the_refused_address_is_not_read(tmp_path):
+    """Near miss: the same bundle without node1's `ip -br addr`: nothing says 10.139.2.2 is the job's."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(_BACK, bundle)
+    (bundle / "node1_ip.txt").unlink()
+    v = analyze(bundle).verdict
+    assert v.cause == "unknown", v.trace
+    assert any("an address the job's lines do not name" in t for t in v.trace), v.trace

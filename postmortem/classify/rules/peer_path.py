@@ -439,6 +439,22 @@ def _lookup(table: list[Fact], addr: ipaddress.IPv4Address) -> Fact | None:
     return best
 
 
+def _listed_elsewhere(case: Case, asked: Fact) -> frozenset[str]:
+    """IPv4 addresses of the interfaces another host's `ip addr` listing in the bundle shows (another
+    file, or a host known to differ), host-local interfaces aside: the job's other hosts.  The host
+    that asked is never refused its own addresses (the local table routes them)."""
+    out: set[str] = set()
+    for x in case.facts:
+        if x.name != FACT or not isinstance(x.value, dict) or x.ref.path == asked.ref.path \
+                or (x.host is not None and x.host == asked.host) or _host_local(str(x.value.get("name", ""))):
+            continue
+        for a in x.value.get("addresses") or ():
+            addr = str(a).split("/", 1)[0]
+            if "." in addr and not addr.startswith("127."):
+                out.add(addr)
+    return frozenset(out)
+
+
 def _same_host(e, f) -> bool:
     """An event and a fact of one host, or of hosts the bundle does not tell apart."""
     return e.host is None or f.host is None or e.host == f.host
@@ -459,10 +475,11 @@ class PeerUnroutable(Rule):
         if not answers:
             return []
         named, _ = _job_endpoints(case)
-        mine = [f for f in answers if f.value.get("addr") in named]
+        mine = [f for f in answers if f.value.get("addr") in named or f.value.get("addr") in _listed_elsewhere(case, f)]
         if not mine:
             trace.append(f"{self.id}: not read: `ip route get` refused {answers[0].value['addr']} "
-                         f"({answers[0].ref.describe()}), an address the job's lines do not name")
+                         f"({answers[0].ref.describe()}), an address the job's lines do not name "
+                         "and no other host's listing of the bundle holds")
             return []
         f = mine[0]
         connect_failed = re.compile(params["connect_failed"])
