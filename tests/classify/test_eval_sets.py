@@ -161,6 +161,10 @@ BLIND_SWEEP_HALVES = (
     ("frozen/sweep-2026-12k", _LAB_AND_GH + ("lab-d",), 34, 20, 15, 0, "eleventh sweep, frozen half, e651c5c"),
     ("validation30", _LAB_AND_GH + ("lab-d",), 33, 16, 13, 0, "twelfth sweep, development half, 8ae20a1"),
     ("frozen/sweep-2026-12l", _LAB_AND_GH + ("lab-d",), 30, 18, 15, 0, "twelfth sweep, frozen half, 8ae20a1"),
+    ("validation31", _LAB_AND_GH + ("lab-d", "lab-e", "lab-f"), 21, 8, 5, 0, "thirteenth sweep, development half, f8f93db"),
+    # First seen with one wrong category below 0.8 (a port above 65535 read as the rendezvous
+    # endpoint's bad port: comms/nccl_network, labelled config), no confident mistake.
+    ("frozen/sweep-2026-12m", _LAB_AND_GH + ("lab-d", "lab-e", "lab-f"), 14, 4, 4, 0, "thirteenth sweep, frozen half, f8f93db"),
 )
 
 
