@@ -37,7 +37,7 @@ def test_terminal_shows_the_failing_stack_and_ends_with_verdict_and_report(tmp_p
 
 def test_quiet_prints_one_verdict_line(tmp_path):
     out = _analyze(DEMO, tmp_path, "-q")
-    assert out.splitlines() == [f"CONFIG shm_exhausted (0.38) on rank 1 · report: {tmp_path}/r.html"]
+    assert out.splitlines() == [f"CONFIG shm_exhausted (0.40) on rank 1 · report: {tmp_path}/r.html"]
 
 
 def test_readme_shows_what_the_demo_prints(tmp_path):
