@@ -216,9 +216,8 @@ def read_entries(entries: list, got, options, k, jobs: int, read_one: Callable,
     pipes = [os.pipe() for _ in range(workers_n)]   # (read end, write end) per worker
     workers: list[int] = []   # their pids
     drains = []
-    writers_open = complete = False
+    writers_open, complete = True, False
     try:
-        writers_open = True
         for w in range(workers_n):
             mine = [(g, spans[g][0], spans[g][1], starts[g]) for g in range(own + w, len(spans), workers_n)]
             pid = os.fork()

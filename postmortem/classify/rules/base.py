@@ -18,7 +18,7 @@ from typing import Iterable
 from postmortem import signals
 from postmortem.classify.index import events_of  # noqa: F401 - the rules' way to their events
 from postmortem.knowledge import Knowledge
-from postmortem.knowledge.registry import KIND, LIMIT, Signal
+from postmortem.knowledge.registry import KIND, LIMIT, Signal, deaths
 from postmortem.model import Case, Category, Event, Finding, Ref, Stack
 from postmortem.packaged import packaged
 from postmortem.parsers import clocks
@@ -86,6 +86,13 @@ def _telling(refs: tuple[Ref, ...]) -> tuple[Ref, ...]:
     """The refs that say something, or all of them when none does (a claim keeps a citation)."""
     kept = tuple(r for r in refs if says_something(r))
     return kept or refs
+
+def connection_failure_kinds(k: Knowledge) -> frozenset[str]:
+    """Message kinds that say the job failed at a connection: a transport error a pattern reads as a
+    comms cause, or its peer ending (registry death `peer`: the peer closed or reset it)."""
+    return frozenset(f"msg.{m.id}" for m in k.messages
+                     if m.cause in k.causes and k.causes[m.cause].category == "comms") | deaths("peer")
+
 
 def finding(k: Knowledge, cause: str, weight: float, rule: str, summary: str, events: list[Event],
             role: str = "root", discriminator: str = "", extra_refs: tuple[Ref, ...] = (),

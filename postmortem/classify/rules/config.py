@@ -462,8 +462,7 @@ def _failed_on_transport_first(case: Case, k, timed_out: set[int]) -> set[int]:
     if not timed_exits:
         return set()
     first_timeout_exit = min(timed_exits)
-    failed = _network_signs(case, k) + events_of(case, _PEER_ENDED)  # (its peer's orderly close is its own failure too)
-    return {e.rank for e in failed if e.rank is not None and e.rank not in timed_out
+    return {e.rank for e in _failed_at_connection(case, k) if e.rank is not None and e.rank not in timed_out
             and e.rank in exits and (first_timeout_exit - exits[e.rank]).total_seconds() >= 1}
 
 
@@ -484,8 +483,7 @@ def _reset_at_peers_timeout(case: Case, k, timed_out: set[int]) -> set[int]:
     # within the records' resolution before, and the agents' polling after (audit 10 L5: a reset
     # long after is another write -- a straggler's, arriving late -- not the collective's)
     before, after = LIMIT.reset_before_peer_exit_s, LIMIT.reset_after_peer_exit_s
-    # (gloo's per-peer reset is read as the peer ending, messages.toml peer_closed_connection: audit 13 M1)
-    return {e.rank for e in _network_signs(case, k) + events_of(case, _PEER_ENDED) if e.rank is not None and e.rank not in timed_out
+    return {e.rank for e in _failed_at_connection(case, k) if e.rank is not None and e.rank not in timed_out
             and e.rank in exits and reset.search(e.text or "")
             and -after <= (first_timeout_exit - exits[e.rank]).total_seconds() < before}
 
@@ -726,6 +724,12 @@ def _network_signs(case: Case, k) -> list[Event]:
     comms = {f"msg.{m.id}" for m in k.messages
              if m.cause in k.causes and k.causes[m.cause].category == "comms" and m.cause != SIGN.timeout_all_ranks.cause}
     return events_of(case, _TRANSPORT_KINDS | comms)
+
+
+def _failed_at_connection(case: Case, k) -> list[Event]:
+    """A rank's own transport failures: the network signs, and its peer closing or resetting the
+    connection (the peer ended: messages.toml peer_closed_connection, audit 13 M1)."""
+    return _network_signs(case, k) + events_of(case, _PEER_ENDED)
 
 
 def _deaths_not_by_timeout(case: Case, timeouts: list[Event]) -> list[Event]:

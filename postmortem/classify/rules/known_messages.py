@@ -5,10 +5,10 @@ import re
 from collections import defaultdict
 
 from postmortem.classify.index import kinds_in
-from postmortem.classify.rules.base import Rule, _repeat, events_of, finding, sign_finding
+from postmortem.classify.rules.base import Rule, _repeat, connection_failure_kinds, events_of, finding, sign_finding
 from postmortem.classify.rules.catalog import _readings
 from postmortem.classify.rules.config import TIMEOUT_KINDS
-from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths
+from postmortem.knowledge.registry import KIND, LIMIT, SIGN
 from postmortem.model import Event, Severity
 
 _PATTERN_KINDS_PREFIX = "msg."  # the kinds message patterns emit: msg.<id> (knowledge/messages.toml)
@@ -74,8 +74,7 @@ def _far_end_silent(case, k, pid: str, events: list[Event]) -> bool:
     spec = _readings()["far_end_silent"]
     if pid not in spec["messages"] or not all(e.data.get("error") in spec["errors"] for e in events):
         return False
-    comms = {f"{_PATTERN_KINDS_PREFIX}{m.id}" for m in k.messages if k.causes.get(m.cause) is not None
-             and k.causes[m.cause].category == "comms"} | set(TIMEOUT_KINDS) | deaths("peer")
+    comms = connection_failure_kinds(k) | set(TIMEOUT_KINDS)
     reports = [r for r in events_of(case, comms) if r.severity in _FAILED]
     return not any(_other_side(r, e) for e in events for r in reports)
 

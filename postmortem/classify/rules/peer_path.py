@@ -25,10 +25,10 @@ import functools
 import ipaddress
 import re
 
-from postmortem.classify.rules.base import Rule, events_of, sign_finding
+from postmortem.classify.rules.base import Rule, connection_failure_kinds, events_of, sign_finding
 from postmortem.classify.rules.config import TIMEOUT_KINDS, level_stall
 from postmortem.classify.rules.interfaces import _host_local, _job_endpoints, _named, job_interfaces
-from postmortem.knowledge.registry import KIND, SIGN, deaths, produced_by
+from postmortem.knowledge.registry import KIND, SIGN, produced_by
 from postmortem.model import Case, Fact
 from postmortem.parsers.hosts import FACT as NAME_FACT
 from postmortem.parsers.iproute import FACT, NEIGH_FACT, ROUTE_FACT, ROUTE_GET_FACT
@@ -284,7 +284,7 @@ class SourceRewrittenOnPath(Rule):
                 if (not covered or not sources or not held or target_addr in held
                         or str(rule.get("prot", "0")).lower() not in params["protocols"]):
                     continue
-                failed = _failure(case) or events_of(case, _comms_kinds(k))
+                failed = _failure(case) or events_of(case, connection_failure_kinds(k))
                 if not failed:
                     trace.append(f"{self.id}: not counted: SNAT to {target_addr} ({f.ref.describe()}) but the job shows no failure")
                     return []
@@ -296,13 +296,6 @@ class SourceRewrittenOnPath(Rule):
                 return [sign_finding(k, SIGN.net_source_rewritten_on_path, self.id, summary, failed[:2], "snat",
                                      extra_refs=(f.ref,), combined=_paired(case, k, trace, self.id))]
         return []
-
-
-def _comms_kinds(k) -> frozenset[str]:
-    """Message kinds a pattern reads as a comms cause (a transport error the job printed), and
-    a connection its peer closed (the job failed at a connection, whatever ended the peer)."""
-    return frozenset(f"msg.{m.id}" for m in k.messages
-                     if m.cause in k.causes and k.causes[m.cause].category == "comms") | deaths("peer")
 
 
 class LinkDownDuringJob(Rule):
