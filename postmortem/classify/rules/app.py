@@ -178,13 +178,16 @@ class AppError(Rule):
     def _own_abort(case: Case, kernel_files: set[str]) -> Event | None:
         """A SIGABRT is any library's way to stop (NCCL, c10's terminate, a watchdog), so it is
         the job's own fault only when the crashing stack shows glibc's assert() failing
-        (assert/assert.c __assert_fail -> abort) called from a frame outside the system and GPU
-        runtime: the job's extension asserted on its input."""
+        (assert/assert.c __assert_fail -> abort), or libstdc++'s std::terminate (an uncaught throw,
+        a joinable std::thread destroyed), called from a frame outside the system and GPU
+        runtime: the job's extension asserted on its input or failed its own C++ rules."""
         abort = [e for e in events_of(case, _SIGNAL_DEATHS) if e.ref.path not in kernel_files
                  and any(died_of(e, s) for s in _param(SIGN.app_native_fault.id, "abort_signals"))]
         if not abort:
             return None
-        crashed = stack_code.crashing(case.stacks, case.events)
+        signal = next(s for s in _param(SIGN.app_native_fault.id, "abort_signals") if died_of(abort[0], s))
+        # faulthandler's Python-only dump of the same death, read to its native frames (gdb's bt of the core)
+        crashed = _with_native_frames(stack_code.crashing(case.stacks, case.events), case.stacks, signal)
         # (a heap-state check also: some code of this process corrupted its heap -- a weak lean, audit 7 M10)
         return (abort[0] if crashed and (_assert_caller(crashed, _job_dirs(case)) is not None or _heap_state_check(crashed))
                 else None)
@@ -472,7 +475,9 @@ def _with_native_frames(crashed: Stack | None, stacks, signal: str) -> Stack | N
 def _assert_caller(stack: Stack, job_dirs: tuple[str, ...] = ()) -> Frame | None:
     """The frame whose call glibc aborted on: the caller of its assert failure (the frame after
     the last __assert_fail* frame), the function whose own stack frame its stack protector or
-    fortify check found overrun (after __stack_chk_fail / __chk_fail), or of the allocator call in which a heap check failed
+    fortify check found overrun (after __stack_chk_fail / __chk_fail), the function that threw the C++
+    exception nothing caught or destroyed a joinable std::thread (past std::terminate and the C++
+    library's frames), or of the allocator call in which a heap check failed
     (malloc_printerr: "free(): double free detected in tcache 2", "free(): invalid pointer" --
     the frame after malloc_printerr and the allocator's own frames), when that caller is not in
     the system or GPU runtime; None without such a frame, and None for a check of the heap's
@@ -500,6 +505,15 @@ def _assert_caller(stack: Stack, job_dirs: tuple[str, ...] = ()) -> Frame | None
         while i < len(frames) and (frames[i].function or "") in allocator:
             i += 1
         hits = [i - 1]
+    # libstdc++'s std::terminate (an uncaught throw, a joinable std::thread destroyed): past the
+    # C++ library's own frames, the function that threw or destroyed it
+    terminating = _param(SIGN.app_native_fault.id, "terminate_frames")
+    ends = [i for i, f in enumerate(frames) if (f.function or "").split("(", 1)[0] in terminating]
+    if ends and (not hits or ends[-1] > hits[-1]):
+        i = ends[-1] + 1
+        while i < len(frames) and _cxx_library_frame(frames[i]):
+            i += 1
+        hits = [i - 1]
     if not hits:
         return _interpreter_fatal_caller(stack, job_dirs)
     if hits[-1] + 1 >= len(frames):
@@ -508,6 +522,14 @@ def _assert_caller(stack: Stack, job_dirs: tuple[str, ...] = ()) -> Frame | None
     if _c_library_frame(caller) or (caller.module and not _own_module(caller.module, job_dirs)):
         return None   # glibc's own assertions (a mutex owner check ...) and a library's are not the job's
     return caller if caller.function else None
+
+
+def _cxx_library_frame(f: Frame) -> bool:
+    """A frame of the C++ standard library: its module, or its headers inlined into a caller."""
+    return bool(_CXX_LIBRARY.search(f.module or "") or _CXX_LIBRARY.search(f.file or ""))
+
+
+_CXX_LIBRARY = re.compile("|".join(_param(SIGN.app_native_fault.id, "cxx_library")) or r"(?!)")
 
 
 def _interpreter_fatal_caller(stack: Stack, job_dirs: tuple[str, ...] = ()) -> Frame | None:
