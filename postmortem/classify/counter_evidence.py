@@ -345,6 +345,7 @@ def measured_state_against(case: Case, trace: list[str]) -> dict[str, tuple[floa
             break
     out.update(cgroup_no_oom_kill(case, trace))
     out.update(enomem_with_memory_free(case, trace))
+    out.update(request_beyond_host(case, trace))
     for e in events_of(case, {KIND.msg_fm_no_nvswitch})[:1 if not _fabric_needed(case) else 0]:
         reason = (f"Fabric Manager found no NVSwitch to manage ({e.ref.describe()}: NV_WARN_NOTHING_TO_DO): "
                   "the host has no NVSwitch fabric, so no NVLS or Fabric Manager failure")
@@ -463,6 +464,20 @@ def enomem_with_memory_free(case: Case, trace: list[str]) -> dict[str, tuple[flo
         return {}
     free = memory_plentiful(case)
     return _against(COUNTER.enomem_with_memory_free, free[1], trace) if free else {}
+
+
+def request_beyond_host(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:
+    """A refused allocation larger than the host's RAM and swap, with no OOM kill in the bundle: the
+    request, not the host's memory running out (signals.toml app.request_beyond_host)."""
+    from postmortem.classify.rules.app import request_beyond_host as beyond  # (the rule's own reading)
+
+    found = beyond(case) if not events_of(case, _OOM_KILLS) else None
+    if found is None:
+        return {}
+    e, asked, host, (total, _swap) = found
+    reason = (f"{e.ref.describe()} asked for {asked / GIB:,.1f} GiB, more than the host's RAM and swap "
+              f"({host / GIB:,.1f} GiB, {total.ref.describe()}): refused outright, not memory running out")
+    return _against(COUNTER.request_beyond_host, reason, trace)
 
 
 def thermal_unplaced(case: Case, trace: list[str]) -> dict[str, tuple[float, tuple[str, ...]]]:

@@ -780,3 +780,70 @@ def _frame_text(f: Frame) -> str:
     if f.file:
         return f"{name} ({f.file.rsplit('/', 1)[-1]}:{f.line})" if f.line else f"{name} ({f.file.rsplit('/', 1)[-1]})"
     return f"{name} ({f.module.rsplit('/', 1)[-1]})" if f.module else name
+
+
+# numpy's _size_to_string and torch's CPU allocator print binary units
+_BINARY_UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50, "EiB": 1 << 60}
+_REQUEST_SIZE = tuple(re.compile(p) for p in _param(SIGN.app_request_beyond_host.id, "sizes"))
+
+
+def _requested_bytes(text: str) -> float | None:
+    m = next((m for m in (r.search(text) for r in _REQUEST_SIZE) if m), None)
+    return float(m.group("n")) * _BINARY_UNITS[m.group("unit")] if m else None
+
+
+def _host_memory(case: Case) -> tuple[float, tuple[Fact, Fact]] | None:
+    """The largest MemTotal + SwapTotal one artifact of the bundle reports (meminfo, free), with the
+    two facts.  A bare number from `free` is not read: its unit is not printed (KiB by default, MiB
+    with -m, GiB with -g), except 0, which is none in any unit."""
+    def sized(f: Fact) -> bool:
+        text = str(f.text or "").strip()
+        return bool(re.search(r"[A-Za-z]", text)) or text in ("0", "0.0")
+
+    best = None
+    for total in (f for f in case.facts if f.name == "mem.total_bytes" and sized(f)):
+        swap = next((f for f in case.facts if f.name == "swap.total_bytes" and f.ref.path == total.ref.path and sized(f)), None)
+        if swap is None or not isinstance(total.value, (int, float)) or not isinstance(swap.value, (int, float)):
+            continue
+        if best is None or total.value + swap.value > best[0]:
+            best = (float(total.value + swap.value), (total, swap))
+    return best
+
+
+def request_beyond_host(case: Case) -> tuple[Event, float, float, tuple[Fact, Fact]] | None:
+    """The first refused allocation whose printed size exceeds the host's RAM + swap:
+    (its event, the bytes asked for, the host's bytes, the facts they come from)."""
+    refused = events_of(case, frozenset(_param(SIGN.app_request_beyond_host.id, "refused_allocations")))
+    if not refused:
+        return None
+    host = _host_memory(case)
+    if host is None:
+        return None
+    for e in refused:
+        asked = _requested_bytes(e.text or "")
+        if asked is not None and asked > host[0]:
+            return e, asked, host[0], host[1]
+    return None
+
+
+class RequestBeyondHost(Rule):
+    """An allocation refused for asking more than the host's RAM and swap together (signals.toml
+    app.request_beyond_host): Linux refuses such a request outright, so it is the size the job
+    asked for, not memory running out -- a lean to the job's code (counter.request_beyond_host
+    lowers host_oom's reading of the same line)."""
+
+    id = "request-beyond-host"
+
+    def findings(self, case, k, trace):
+        found = request_beyond_host(case)
+        if found is None:
+            return []
+        e, asked, host, (total, swap) = found
+        gib = 1 << 30
+        trace.append(f"{self.id}: {e.ref.describe()} asked for {asked / gib:,.1f} GiB; the host has "
+                     f"{host / gib:,.1f} GiB of RAM and swap ({total.ref.describe()}, {swap.ref.describe()})")
+        summary = (f"{_who(e)} asked for {asked / gib:,.1f} GiB in one allocation ({e.ref.describe()}), more than the "
+                   f"host's RAM and swap together ({host / gib:,.1f} GiB: {total.ref.describe()}, {swap.ref.describe()}): "
+                   "Linux refuses such a request whatever is free -- the size the job computed, not memory running out")
+        return [sign_finding(k, SIGN.app_request_beyond_host, self.id, summary, [e], "request",
+                             extra_refs=(total.ref, swap.ref))]
