@@ -33,6 +33,7 @@ from postmortem.model import Case, Fact
 from postmortem.parsers.hosts import FACT as NAME_FACT
 from postmortem.parsers.iproute import FACT, NEIGH_FACT, ROUTE_FACT, ROUTE_GET_FACT
 from postmortem.parsers.iptables import FACT as FIREWALL_FACT
+from postmortem.parsers.ping import FACT as PING_FACT
 from postmortem.parsers.xfrm import LISTING_FACT, POLICY_FACT, STATE_FACT
 
 
@@ -541,6 +542,68 @@ class PeerUnroutable(Rule):
                     return [sign_finding(k, SIGN.net_peer_unroutable, self.id,
                                          what + f"; the job's connection failed beside it ({failed[0].ref.describe()})",
                                          failed[:2], "route", extra_refs=(table[0].ref, tables[j][0].ref))]
+        return []
+
+
+def _fabric_address(addr: str) -> bool:
+    """A private-use address (RFC 1918, RFC 4193, the documentation ranges): the cluster's own
+    network, where the job's peers and the gateways between them live -- not a loopback."""
+    try:
+        a = ipaddress.ip_address(addr.split("%", 1)[0])
+    except ValueError:
+        return False
+    return a.is_private and not (a.is_loopback or a.is_link_local or a.is_unspecified)
+
+
+class PeerProbeLost(Rule):
+    """A ping from a host of the bundle to an address of the job's network got no reply at all,
+    beside the job's failure (signals.toml net.peer_probe_lost)."""
+
+    id = "peer-probe-lost"
+
+    def findings(self, case, k, trace):
+        runs = [f for f in case.facts if f.name == PING_FACT and isinstance(f.value, dict)
+                and isinstance(f.value.get("transmitted"), int) and f.value["transmitted"] > 0]
+        if not runs:
+            return []
+        last: dict[tuple, Fact] = {}   # the address's last reading in its file: a later answered run is the path back
+        for f in sorted(runs, key=lambda f: (f.ref.path, f.ref.line or 0)):
+            last[(f.ref.path, f.value.get("addr"))] = f
+        most = SIGN.net_peer_probe_lost.params["received_at_most"]
+        lost = [f for f in last.values() if f.value.get("received") is not None and f.value["received"] <= most]
+        if not lost:
+            return []
+        named, _ = _job_endpoints(case)
+        # the job's failure: its timeouts or a rank's failure entry, else its connects that failed
+        # (a probe is ICMP, answered by the peer's kernel: a store that was not up yet still answers)
+        connect_failed = re.compile(SIGN.net_peer_unroutable.params["connect_failed"])
+        failed = _failure(case) or [e for e in case.events if connect_failed.search(e.text or "")]
+        unresolved: set[str] = set()
+        if _failure(case):    # what peer-unresolved counts (it reads the neighbour table beside the same failures)
+            neighbours, _ = _peer_neighbours(case)
+            states = set(SIGN.net_peer_unresolved.params["unresolved_states"])
+            unresolved = {f.value["addr"] for f in neighbours if set(f.value.get("states") or ()) & states}
+        for f in lost:
+            addr = str(f.value.get("addr") or "")
+            if not (addr in named or addr in _listed_elsewhere(case, f) or _fabric_address(addr)):
+                trace.append(f"{self.id}: not counted: ping to {addr} lost ({f.ref.describe()}), an address "
+                             "outside the job's network")
+                continue
+            if addr in unresolved:
+                trace.append(f"{self.id}: not counted: ping to {addr} lost ({f.ref.describe()}), the peer whose "
+                             "unresolved neighbour entry peer-unresolved reads: one fact read twice")
+                continue
+            if not failed:
+                trace.append(f"{self.id}: not counted: ping to {addr} lost ({f.ref.describe()}) but the job shows no failure")
+                return []
+            errors = f.value.get("unreachable_from") or []
+            what = (f"a ping to {addr} got no reply: {f.value['transmitted']} sent, {f.value['received']} received "
+                    f"({f.ref.describe()})" + (f", ICMP errors from {', '.join(errors)}" if errors else "")
+                    + ": the host's packets to that address of the job's network did not come back")
+            summary = what + f"; the job failed beside it ({failed[0].ref.describe()})"
+            trace.append(f"{self.id}: {what}")
+            return [sign_finding(k, SIGN.net_peer_probe_lost, self.id, summary, failed[:2], "probe",
+                                 extra_refs=(f.ref,), combined=_paired(case, k, trace, self.id))]
         return []
 
 
