@@ -3,7 +3,7 @@ versus symptom happens in postmortem/classify/__init__.py).  One module per fami
 knowledge-driven (messages, Xids), config, comms, hardware."""
 from __future__ import annotations
 
-from postmortem.classify.rules.app import AppError, RequestBeyondHost
+from postmortem.classify.rules.app import AppError, CollectiveInLoaderWorker, RequestBeyondHost
 from postmortem.classify.rules.base import Rule, died_of, finding
 from postmortem.classify.rules.catalog import CatalogReadings
 from postmortem.classify.rules.comms import (GlooHostOnlyRemote, HostOnlySocketInterface, KernelRdmaFault, NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
@@ -50,6 +50,7 @@ RULES: tuple[Rule, ...] = (
     NcclStoppedDuringInit(),
     FlightRecorderHang(),
     StacksAtTimeout(),
+    CollectiveInLoaderWorker(),
     HeldWait(),
     OwnWatchdogDump(),
     CgroupHeldBack(),

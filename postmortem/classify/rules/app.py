@@ -847,3 +847,45 @@ class RequestBeyondHost(Rule):
                    "Linux refuses such a request whatever is free -- the size the job computed, not memory running out")
         return [sign_finding(k, SIGN.app_request_beyond_host, self.id, summary, [e], "request",
                              extra_refs=(total.ref, swap.ref))]
+
+
+_TORCH_FILE = re.compile(r"(?:^|/)torch/")
+
+
+class CollectiveInLoaderWorker(Rule):
+    """A torch.distributed collective called inside a DataLoader worker process (signals.toml
+    stacks.collective_in_loader_worker): the worker is a forked copy of its rank, no rank itself,
+    so its collective can pair with nothing -- the job's dataset code calls torch.distributed."""
+
+    id = "collective-in-loader-worker"
+
+    def findings(self, case, k, trace):
+        params = SIGN.stacks_collective_in_loader_worker.params
+        loops = [tuple(w.rsplit(":", 1)) for w in params["worker_loops"]]
+        hits = []
+        for s in case.stacks:
+            frames = list(s.frames)
+            loop = next((i for i, f in enumerate(frames)
+                         if any((f.file or "").replace("\\", "/").endswith(path) and f.function == fn for path, fn in loops)), None)
+            if loop is None:
+                continue
+            call = next((f for f in frames[:loop]
+                         if any((f.file or "").replace("\\", "/").endswith(c) for c in params["c10d_files"])), None)
+            if call is not None:
+                hits.append((s, call, frames[:loop]))
+        if not hits:
+            return []
+        s, call, inner = hits[0]
+        # the frame that made the call: past torch's own (py-spy prints sys.path-relative files, torch/...)
+        caller = next((f for f in inner[inner.index(call):] if not _TORCH_FILE.search(f.file or "")), None)
+        where = f" from {_frame_text(caller)}" if caller else ""
+        pids = sorted({h[0].pid for h in hits if h[0].pid is not None})
+        trace.append(f"{self.id}: {len(hits)} DataLoader worker stack(s) in {call.function}{where} "
+                     f"({', '.join(h[0].ref.describe() for h in hits[:4])})")
+        summary = (f"DataLoader worker process{'es' if len(pids) > 1 else ''} "
+                   f"{', '.join(map(str, pids[:6])) or ''} called torch.distributed's {call.function}{where} "
+                   f"({s.ref.describe()}): a loader worker is a forked copy of its rank, no rank of the group -- "
+                   "its collective pairs with nothing; the rank's main thread waiting for a batch and its peers "
+                   "waiting for the rank are the fallout")
+        return [sign_finding(k, SIGN.stacks_collective_in_loader_worker, self.id, summary, [], "collective-in-worker",
+                             extra_refs=tuple(h[0].ref for h in hits[:4]))]
