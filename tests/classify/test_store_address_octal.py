@@ -57,3 +57,17 @@ def test_the_reading_matches_this_hosts_getaddrinfo():
     for written in ("010.112.000.001", "001.002.003.004", "0377.0.0.010"):
         got = socket.getaddrinfo(written, 80, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
         assert (_as_glibc_reads(written) or ".".join(str(int(p)) for p in written.split("."))) == got
+
+
+_CONNECTED = ROOT / "fixtures/lab/store_octal_connected/bundle"
+
+
+def test_per_try_lines_of_a_connect_that_reached_a_host_are_not_read():
+    """Audit 13 L1, near miss from a real run (fixtures/lab/store_octal_connected/make.sh): the store's
+    host written 0177.000.000.001 (127.0.0.1, where the store is); the first tries connect, fail in
+    validation ('recvValue failed on SocketImpl(...)', 'Connection reset by peer') and are retried
+    ('failed to connect/validate to host 0177.000.000.001:P - retrying'), then the connect succeeds."""
+    text = (_CONNECTED / "client.log").read_text(encoding="utf-8")
+    assert "to host 0177.000.000.001:" in text and "client connected" in text
+    v = analyze(_CONNECTED).verdict
+    assert not any(t.startswith("store-address-octal:") for t in v.trace), v.trace

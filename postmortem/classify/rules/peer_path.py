@@ -710,7 +710,9 @@ def _heads(pattern: str) -> tuple[str, ...] | None:
 
 class StoreAddressOctal(Rule):
     """The store's host, as the job's failed connects print it, is a dotted quad that glibc reads
-    as another address (a zero-padded part of 8 or more is octal; signals.toml net.store_address_octal)."""
+    as another address (a zero-padded part of 8 or more is octal; signals.toml net.store_address_octal).
+    Only a connect that failed says the address reached nothing: a retry after a connected
+    socket's validation failed (TCPStore's per-try line with a reset as its error) reached a host."""
 
     id = "store-address-octal"
 
@@ -724,7 +726,7 @@ class StoreAddressOctal(Rule):
         pattern = re.compile(written_as)
         for e in case.events:
             for m in pattern.finditer(e.text or ""):
-                written = m.group("host") or m.group("host2") or m.group("host3") or ""
+                written = m.group("host") or m.group("host2") or ""
                 dialed = _as_glibc_reads(written)
                 if dialed is None:
                     continue
