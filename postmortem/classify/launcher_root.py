@@ -14,14 +14,26 @@ import dataclasses
 import posixpath
 
 from postmortem.classify.index import events_of
-from postmortem.knowledge.registry import KIND
+from postmortem.knowledge.registry import KIND, deaths
 from postmortem.model import Case, Event, LauncherRoot, Verdict
 
 
 def first_observed_failure(case: Case) -> Event | None:
-    """The launcher's root-cause entry (the earliest read, when several tables were logged)."""
+    """The launcher's root-cause entry (the earliest read, when several tables were logged).
+    Each node's agent prints its own table, naming its own first exit: an entry for a rank whose
+    own error is its peer ending (a close or reset, registry death 'peer') is that survivor's
+    fallout, so another node's entry naming a rank that did not only lose its peer comes first
+    (audit 13 M3: node0 names rank 0, exit 1 after gloo's reset; node1 names rank 1, SIGKILL)."""
     roots = [e for e in events_of(case, KIND.launcher_child_failed) if e.data.get("root")]
-    return min(roots, key=lambda e: e.seq) if roots else None
+    if not roots:
+        return None
+    survivors = fallout_ranks(case)
+    return min(roots, key=lambda e: (e.rank is not None and e.rank in survivors, e.seq))
+
+
+def fallout_ranks(case: Case) -> frozenset[int]:
+    """Ranks that printed their peer ending (registry death 'peer'): each saw another process die."""
+    return frozenset(e.rank for e in events_of(case, deaths("peer")) if e.rank is not None)
 
 
 def blamed_ranks(verdict: Verdict, case: Case) -> tuple[int, ...]:

@@ -90,9 +90,9 @@ def _stack(a: Analysis) -> str:
     if s is None or not s.frames:
         return ""
     lines = ([s.title] if s.title else []) + [f"#{i} {describe_frame(f)}" for i, f in enumerate(s.frames[:5])]
-    from postmortem.report.terminal import _is_the_roots
+    from postmortem.report.terminal import _is_the_roots, other_stack_title
 
-    title = "Failing stack" if _is_the_roots(a, s) else "Stack of another process (the root's left none)"
+    title = "Failing stack" if _is_the_roots(a, s) else other_stack_title(a)
     return f"**{title}** ({markdown_code(s.ref.describe(), 100)})\n\n" + markdown_block(lines, 200) + "\n"
 
 

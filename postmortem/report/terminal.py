@@ -126,8 +126,25 @@ def _root_process(a: Analysis) -> tuple[int | None, int | None]:
     ranks = [e.rank for e in events if e.rank is not None]
     pids = [e.pid or e.data.get("pid") for e in events if e.pid or e.data.get("pid")]
     found = (ranks[0] if ranks else None), (int(pids[0]) if pids and str(pids[0]).isdecimal() else None)
+    if a.verdict.root is None:
+        found = _dead_rank(a) or found
     _last_root_process = (a, found)
     return found
+
+
+def _dead_rank(a: Analysis) -> tuple[int, int | None] | None:
+    """With no root (an `unknown` verdict): the rank the launcher's root cause names, when other
+    ranks' own errors are their peer ending (a close or reset, registry death 'peer') and it is not
+    one of them -- the survivors' tracebacks are the fallout of its death (audit 13 M3)."""
+    from postmortem.classify.launcher_root import fallout_ranks
+
+    launcher = a.verdict.launcher_root
+    if launcher is None or launcher.rank is None or _blamed_ranks(a):
+        return None
+    survivors = fallout_ranks(a.case)
+    if not survivors or launcher.rank in survivors:
+        return None
+    return launcher.rank, launcher.pid
 
 
 _last_root_process: tuple[Analysis, tuple[int | None, int | None]] | None = None
@@ -167,6 +184,13 @@ def _is_the_roots(a: Analysis, s: Stack) -> bool:
     rank, pid = _root_process(a)
     return not ((rank is not None and s.rank is not None and rank != s.rank)
                 or (pid is not None and s.pid is not None and pid != s.pid))
+
+
+def other_stack_title(a: Analysis) -> str:
+    """The title of a stack shown although it is not the failing process's own."""
+    if a.verdict.root is None and _dead_rank(a):
+        return "Stack of a rank that lost its peer (the rank that died left none)"
+    return "Stack of another process (the root's left none)"
 
 
 def failing_stack(a: Analysis) -> Stack | None:
@@ -277,7 +301,7 @@ def _failing(console, a: Analysis) -> None:
         title = ("Stack of the rank that held the job up" if stacks.rank_of(s) in root.culprit_ranks
                  else "Stack of a rank that waited (the rank that held the job up left none)")
     else:
-        title = "Failing stack" if _is_the_roots(a, s) else "Stack of another process (the root's left none)"
+        title = "Failing stack" if _is_the_roots(a, s) else other_stack_title(a)
     console.print(_text((title, "bold"), f" ({terminal_text(who, 120)}) " if who else " ",
                         (f"{s.origin}, {terminal_text(s.ref.describe(), 100)}", "dim")))
     if s.title:
