@@ -20,7 +20,7 @@ from postmortem.classify.rules.interfaces import (FirewallDiscards, HostOffNetwo
 from postmortem.classify.rules.known_messages import KnownMessages, XidCatalog
 from postmortem.classify.rules.versions import NcclFixedInLaterRelease
 from postmortem.classify.rules.peer_path import (IpsecPolicyWithoutSa, LinkDownDuringJob, NameResolvesApart, PeerAddressElsewhere,
-                                                 PeerProbeLost, PeerUnresolved, PeerUnroutable,
+                                                 PeerAnswersPing, PeerProbeLost, PeerUnresolved, PeerUnroutable,
                                                  SourceRewrittenOnPath, StoreAddressOctal)
 
 RULES: tuple[Rule, ...] = (
@@ -70,6 +70,7 @@ RULES: tuple[Rule, ...] = (
     PeerUnresolved(),
     PeerUnroutable(),
     PeerProbeLost(),
+    PeerAnswersPing(),
     NameResolvesApart(),
     StoreAddressOctal(),
     PeerAddressElsewhere(),

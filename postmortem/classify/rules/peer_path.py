@@ -455,6 +455,41 @@ def _same_host(e, f) -> bool:
     return e.host is None or f.host is None or e.host == f.host
 
 
+class PeerAnswersPing(Rule):
+    """The host the job's store client failed to reach with the kernel's no-path answer answered
+    this host's ping (signals.toml net.peer_answers_ping): the peer was up, the job's traffic lost."""
+
+    id = "peer-answers-ping"
+
+    def findings(self, case, k, trace):
+        runs = [f for f in case.facts if f.name == PING_FACT and isinstance(f.value, dict)
+                and isinstance(f.value.get("received"), int)]
+        if not runs:
+            return []
+        last: dict[tuple, Fact] = {}   # the address's last reading in its file, as peer-probe-lost reads it
+        for f in sorted(runs, key=lambda f: (f.ref.path, f.ref.line or 0)):
+            last[(f.ref.path, f.value.get("addr"))] = f
+        answered = [f for f in last.values() if f.value["received"] > 0]
+        if not answered:
+            return []
+        params = SIGN.net_peer_answers_ping.params
+        connect_failed, path_error = re.compile(params["connect_failed"]), re.compile(params["path_error"])
+        for e in case.events:
+            m = connect_failed.search(e.text or "")
+            if not m or not path_error.search(e.text or ""):
+                continue
+            host = m["host"].strip("[]")
+            run = next((f for f in answered if host in (f.value.get("addr"), f.value.get("name")) and _same_host(e, f)), None)
+            if run is None:
+                continue
+            what = (f"{host} answered this host's ping: {run.value['transmitted']} sent, {run.value['received']} received "
+                    f"({run.ref.describe()}), while the job's store client could not reach it ({e.ref.describe()}): "
+                    "the peer was up, the job's connections to it were lost on the way")
+            trace.append(f"{self.id}: {what}")
+            return [sign_finding(k, SIGN.net_peer_answers_ping, self.id, what, [e], "ping", extra_refs=(run.ref,))]
+        return []
+
+
 class PeerUnroutable(Rule):
     """A host's `ip route` table has no route to the address of another host of the job
     (signals.toml net.peer_unroutable): that host can neither reach the peer nor answer it."""
