@@ -35,6 +35,9 @@ table; IPv4 only).  `ip route get` answers (`... uid 0`, `cache`) are no table e
 
     default via 10.97.1.254 dev eth0
     10.97.0.0/24 dev eth0 proto kernel scope link src 10.97.0.1
+    10.108.2.0/24                                       (a multipath route: `nexthops`, `span`)
+    \tnexthop via 10.108.1.1 dev eth0 weight 1
+    \tnexthop via 10.108.3.1 dev eth1 weight 1
 
 `ip neigh` lines become Facts `net.neighbour` (addr, dev, lladdr or '', states: the NUD states
 as iproute2 ip/ipneigh.c print_neigh / nud_state_n2a prints them, e.g. ('STALE',), ('FAILED',)):
@@ -279,9 +282,48 @@ class IpRouteGetBlock(Block):
         return True
 
 
+class IpRouteMultipathBlock(Block):
+    """A multipath route of `ip route` (ECMP): iproute2 ip/iproute.c print_route prints the
+    destination and the route's own keys on one line, then print_rta_multipath one indented
+    line per hop ('\tnexthop via A dev D weight W').  One Fact `net.route` for the whole route
+    (via/dev of its first hop, `nexthops` all of them, `span` the lines it takes), so the table's
+    lines stay one printout (rules/peer_path.py _route_tables joins consecutive route lines)."""
+
+    opener = re.compile(r"^(?P<dest>default|\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,2})?)(?P<keys>(?: (?:proto|metric|table|scope|src|pref) \S+)*)\s*$")
+    _HOP = re.compile(r"^\s+nexthop (?P<rest>.*)$")
+
+    def __init__(self, parser, header) -> None:
+        super().__init__(parser, header)
+        m = self.opener.match(header.text)
+        self.dest, self.keys = m.group("dest"), _pairs(m.group("keys"))
+        self.hops: list[dict[str, str]] = []
+
+    def feed(self, line: Line) -> bool:
+        m = self._HOP.match(line.text)
+        if m is None:
+            return False
+        pairs = _pairs(m.group("rest"))
+        self.hops.append({"via": pairs.get("via", ""), "dev": _name(pairs.get("dev", ""))})
+        return True
+
+    def close(self) -> None:
+        if not self.hops:
+            return   # a bare address on a line of its own: no route
+        try:
+            net = ipaddress.ip_network("0.0.0.0/0" if self.dest == "default" else self.dest, strict=False)
+        except ValueError:
+            return
+        self.sink.fact(self.header, ROUTE_FACT, {"dest": str(net), "type": "unicast", "via": self.hops[0]["via"],
+                                                 "dev": self.hops[0]["dev"], "src": self.keys.get("src", ""),
+                                                 "proto": self.keys.get("proto", ""), "scope": self.keys.get("scope", ""),
+                                                 "table": self.keys.get("table", "main"), "nexthops": self.hops,
+                                                 "span": 1 + len(self.hops)},
+                       text=self.header.text.strip())
+
+
 _RTNETLINK = re.compile(r"^RTNETLINK answers: (?P<error>[A-Za-z][A-Za-z ]{2,60})$")
 
-BLOCKS = (IpMonitorLinkBlock, IpLinkBlock, IpRouteGetBlock)
+BLOCKS = (IpMonitorLinkBlock, IpLinkBlock, IpRouteGetBlock, IpRouteMultipathBlock)
 # the state column, then an address (v4 or v6 with a prefix length), a MAC (-br link), or nothing
 LINE_FORMATS = (
     LineFormat("ip_neigh", re.compile(rf"^(?:\d{{1,3}}(?:\.\d{{1,3}}){{3}}|[0-9a-fA-F:]*:[0-9a-fA-F:]*) dev \S+"

@@ -214,3 +214,24 @@ def test_a_straggler_whose_closed_connection_came_after_the_timeout_stays_silent
     v = analyze(STRAGGLER).verdict
     assert any("straggler: silent [0]" in t for t in v.trace), v.trace
     assert v.cause == "straggler_timeout", v.trace
+
+
+ECMP = FIX / "validation26" / "lab-b" / "lab8-node0-ecmp-uplink-silent-blackhole" / "bundle"
+
+
+def test_a_multipath_route_keeps_its_table_one_printout():
+    """node0_ip.txt's `ip route`: a connected route, an ECMP route printed as its destination and one
+    indented 'nexthop via A dev D weight W' line per hop (iproute2 print_rta_multipath), and a second
+    connected route of the same host.  Read as one route, the table stays one printout: the host's
+    own second address is not taken for another host's that it cannot route to."""
+    got = _facts((ECMP / "node0_ip.txt").read_text(encoding="utf-8"), "net.route")
+    assert [(r["dest"], r["dev"], r.get("span", 1)) for r in got] == [
+        ("10.108.1.0/24", "eth0", 1), ("10.108.2.0/24", "eth0", 3), ("10.108.3.0/24", "eth1", 1)]
+    assert [h["dev"] for h in got[1]["nexthops"]] == ["eth0", "eth1"]
+    v = analyze(ECMP).verdict
+    assert not any(t.startswith("peer-unroutable: the routing table") for t in v.trace), v.trace
+
+
+def test_a_bare_address_line_is_no_route():
+    # near miss: an address alone on its line (a hostfile row), no nexthop lines under it
+    assert _facts("10.112.0.1\n10.112.0.2\n", "net.route") == []

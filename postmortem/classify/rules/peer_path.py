@@ -405,7 +405,8 @@ def _route_tables(routes: list[Fact]) -> list[list[Fact]]:
     tables: list[list[Fact]] = []
     for f in sorted(routes, key=lambda f: (f.ref.path, f.ref.line or 0)):
         last = tables[-1][-1] if tables else None
-        if last is not None and last.ref.path == f.ref.path and (f.ref.line or 0) == (last.ref.line or 0) + 1:
+        # a multipath route takes its header and one line per hop (iproute.py IpRouteMultipathBlock: span)
+        if last is not None and last.ref.path == f.ref.path and (f.ref.line or 0) == (last.ref.line or 0) + last.value.get("span", 1):
             tables[-1].append(f)
         else:
             tables.append([f])
