@@ -53,6 +53,7 @@ class HeldWait(Rule):
             out += self._stopped(case, k, trace, tasks, dumps, workers)
         if any(s.origin == "gdb" for s in case.stacks):
             out += self._locks_left_held(case, k, trace)
+            out += self._handler_waits_on_own_lock(case, k, trace)
         return out
 
     def _pipe_cycles(self, case, k, trace, tasks, dumps, workers):
@@ -223,6 +224,54 @@ class HeldWait(Rule):
                 return [_advised(sign_finding(k, SIGN.stacks_lock_held_by_no_thread, self.id, summary, [],
                                               "lock-left-held", extra_refs=(s.ref,) + tuple(o.ref for o in others[:3]),
                                               culprits=(rank,) if rank is not None else ()), p)]
+        return []
+
+
+    def _handler_waits_on_own_lock(self, case: Case, k, trace):
+        """A signal handler of the job's own waiting, in the allocator, for the lock the code it
+        interrupted (the allocator, fork) holds on the same thread (signals.toml
+        stacks.handler_waits_on_own_lock)."""
+        p = _params(SIGN.stacks_handler_waits_on_own_lock)
+        held = set(app._param(SIGN.app_native_fault.id, "allocator_frames")) | set(p["fork_frames"])
+        allocator = set(app._param(SIGN.app_native_fault.id, "allocator_frames"))
+        job_dirs = app._job_dirs(case)
+        for s in case.stacks:
+            if s.origin != "gdb" or s.crashed:
+                continue
+            frames = list(s.frames)
+            marks = [i for i, f in enumerate(frames) if "signal handler" in (f.note or "")]
+            if not marks or marks[0] == 0:
+                continue
+            handler_part, interrupted = frames[:marks[0]], frames[marks[0] + 1:]
+            if not any((f.function or "") in p["private_lock_functions"] for f in handler_part) \
+                    or not any((f.function or "") in allocator for f in handler_part):
+                continue
+            # the interrupted code: its C-library frames up to the first outside it
+            below = []
+            for f in interrupted:
+                below.append(f)
+                if not app._c_library_frame(f) and f.function is not None:
+                    break
+            if not any((f.function or "") in held for f in below):
+                continue
+            handler = handler_part[-1]
+            if app._c_library_frame(handler) or not handler.function or (
+                    handler.module and not app._own_module(handler.module, job_dirs)):
+                trace.append(f"{self.id}: a signal handler waits for the allocator's lock its interrupted code holds "
+                             f"({s.ref.describe()}), but the handler {handler.function or '?'} is no code of the job's")
+                continue
+            was = next((f.function for f in below if (f.function or "") in held), "?")
+            rank = stacklib.rank_of(s)
+            who = (f"rank {rank}" if rank is not None else f"pid {s.pid or s.tid}" if (s.pid or s.tid)
+                   else f"the process of {s.ref.path}")
+            where = f"{(handler.file or handler.module or '?').rsplit('/', 1)[-1]}" + (f":{handler.line}" if handler.line else "")
+            summary = (f"{who}'s signal handler {handler.function} ({where}; {s.ref.describe()}) called the allocator, "
+                       f"which waits for a lock the code it interrupted ({was}) holds on the same thread: malloc is not "
+                       "async-signal-safe -- a self-deadlock that never ends, in the job's own handler")
+            trace.append(f"{self.id}: {summary}")
+            return [_advised(sign_finding(k, SIGN.stacks_handler_waits_on_own_lock, self.id, summary, [],
+                                          "handler-deadlock", extra_refs=(s.ref,),
+                                          culprits=(rank,) if rank is not None else ()), p)]
         return []
 
 
