@@ -14,6 +14,9 @@ The shapes (iputils ping/ping.c, ping6_common.c and ping/ping_common.c finish())
     rtt min/avg/max/mdev = 0.041/0.074/0.108/0.033 ms
     pipe 2
 
+BusyBox (networking/ping.c print_stats_and_exit) and older iputils say `N packets received` and
+print duplicates without a `+`.
+
 Real outputs: fixtures/validation30/lab-b/lab12-node1-arp-hardening-arptables-default-drop-neigh-flush-midrun
 (node1_net.txt), fixtures/validation31/lab-b/lab13-switch-port-profile-isolated-on-node1-node2-ports-midrun-3-node-partial-partition
 (node1_ping.txt: one probe answered, one not), fixtures/validation28/lab-c/lab10-rack-router-static-route-typo-nexthop-node0-midrun
@@ -28,7 +31,7 @@ from postmortem.parsers.system_base import Block, parse, tree_tokens
 
 FACT = "net.ping"
 # the rows ping prints between its header and its statistics (ping_common.c, ping.c pr_icmph)
-_ROW = re.compile(r"^(?:\d+ bytes from |From |Request timeout|no answer yet|ping: |\s*$|pipe \d+$|rtt |round-trip )")
+_ROW = re.compile(r"^(?:\d+ bytes from |From |Request timeout|no answer yet|ping: |\s*$|pipe \d+$|rtt |round[- ]trip )")
 _FROM = re.compile(r"^From (?:\S+ \()?(?P<addr>[0-9a-fA-F.:]+?)\)?:? icmp_seq=")
 
 
@@ -52,7 +55,7 @@ class PingBlock(Block):
     def feed(self, line: Line) -> bool:
         text = line.text.rstrip()
         if self.done:
-            return bool(re.match(r"^(?:rtt |round-trip |pipe \d+$)", text))
+            return bool(re.match(r"^(?:rtt |round[- ]trip |pipe \d+$)", text))
         if text.startswith("--- ") and text.endswith(" ping statistics ---"):
             return True
         tree = parse("ping_summary", text.strip()) if "packets transmitted" in text else None

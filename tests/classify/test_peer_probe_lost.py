@@ -80,3 +80,18 @@ def test_a_lost_probe_to_an_address_off_the_jobs_network_is_not_read(tmp_path):
     assert not _fired(v), v.trace
     assert any(t.startswith("peer-probe-lost: not counted: ping to 8.8.8.8") for t in v.trace), v.trace
     assert v.cause == "nccl_timeout", v.trace
+
+
+def test_the_older_summary_wording_parses(tmp_path):
+    # verbatim from Craig Hunt, TCP/IP Network Administration 3rd ed., ch. 13.3 (O'Reilly; a Linux ping of
+    # its day: 'N packets received', 'round trip'), https://docstore.mik.ua/orelly/networking_2ndEd/tcp/ch13_03.htm
+    text = ("PING ns.uu.net (137.39.1.3) from 172.16.12.3 : 56(84) bytes of data.\n"
+            "64 bytes from ns.UU.NET (137.39.1.3): icmp_seq=0 ttl=244 time=98.283 msec\n"
+            "64 bytes from ns.UU.NET (137.39.1.3): icmp_seq=1 ttl=244 time=94.114 msec\n"
+            "--- ns.uu.net ping statistics ---\n"
+            "5 packets transmitted, 5 packets received, 0% packet loss\n"
+            "round trip min/avg/max/mdev = 24.301/64.064/98.283/29.634 ms\n")
+    path = tmp_path / "ping.txt"
+    path.write_text(text, encoding="utf-8")
+    assert [(g["name"], g["addr"], g["transmitted"], g["received"], g["loss_pct"]) for g in _pings(path)] == [
+        ("ns.uu.net", "137.39.1.3", 5, 5, 0.0)]
