@@ -322,7 +322,26 @@ class AppError(Rule):
         # The death and its own stack are one event: the fault site qualifies it, it is no second sign.
         sign = (SIGN.app_native_frames if at_own else SIGN.app_native_recursion if recursing is not None
                 else SIGN.app_native_fault)
+        if sign is not SIGN.app_native_fault and crashed is not None and _loader_worker_stack(crashed):
+            # torch's worker signal handlers (or the worker loop) on the crashed stack: a DataLoader worker died
+            summary = "a DataLoader worker (torch's worker signal handler is on its stack): " + summary
+            trace.append(f"{self.id}: the crashed process is a DataLoader worker ({crashed.ref.describe()})")
+            sign = SIGN.app_native_fault_in_loader_worker
         return sign_finding(k, sign, self.id, summary, [e], signal, extra_refs=refs)
+
+
+def _loader_worker_stack(stack: Stack) -> bool:
+    """The stack is a DataLoader worker process's: torch's worker signal handlers (installed by
+    _worker_loop only, signals.toml app.native_fault_in_loader_worker) or the worker loop itself."""
+    p = registry().signals[SIGN.app_native_fault_in_loader_worker.id].params
+    loops = [tuple(w.rsplit(":", 1)) for w in p["worker_loops"]]
+    for f in stack.frames:
+        name = (f.function or "").split("(", 1)[0]
+        if name in p["worker_handlers"] and any(m in (f.module or "") for m in p["worker_handler_modules"]):
+            return True
+        if any((f.file or "").replace("\\", "/").endswith(path) and f.function == fn for path, fn in loops):
+            return True
+    return False
 
 
 def _own_site(case: Case, e: Event) -> Frame | None:
