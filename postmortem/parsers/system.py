@@ -10,6 +10,7 @@ The formats (docs/formats.md, system) and their modules:
 * ss.py — `ss -t -i` (TCP connections and their tcp_info);  iptables.py — `iptables -L -v -n`;
 * tc.py — `tc -s qdisc show` (queueing disciplines: drops, shaping, emulated loss);
 * ping.py — iputils `ping` (what a probe from the host reached: sent, received, ICMP errors);
+* shm_listing.py — `ls -l /dev/shm` (the files the tmpfs held);
 * xfrm.py — `ip xfrm policy` / `ip xfrm state` (IPsec policies and security associations);
 * ulimit.py — `ulimit -a`;  environment.py — `env` dumps;  docker.py — `docker inspect`.
 
@@ -22,13 +23,14 @@ from __future__ import annotations
 
 import re
 
-from postmortem.parsers import boot_time, docker, environment, hosts, ibv_devinfo, iproute, iptables, memory, nvidia_smi, ping, ss, tc, ulimit, xfrm
+from postmortem.parsers import (boot_time, docker, environment, hosts, ibv_devinfo, iproute, iptables, memory, nvidia_smi, ping,
+                                shm_listing, ss, tc, ulimit, xfrm)
 from postmortem.parsers.base import Line, LineParser
 from postmortem.parsers.keywords import any_word
 from postmortem.parsers.system_base import Block, LineFormat, parse
 
 BLOCKS: tuple[type[Block], ...] = (*memory.BLOCKS, *nvidia_smi.BLOCKS, *ibv_devinfo.BLOCKS, *iproute.BLOCKS, *ss.BLOCKS,
-                                     *iptables.BLOCKS, *tc.BLOCKS, *xfrm.BLOCKS, *ping.BLOCKS)
+                                     *iptables.BLOCKS, *tc.BLOCKS, *xfrm.BLOCKS, *ping.BLOCKS, *shm_listing.BLOCKS)
 LINE_FORMATS: tuple[LineFormat, ...] = (*memory.LINE_FORMATS, *boot_time.LINE_FORMATS, *ulimit.LINE_FORMATS,
                                         *environment.LINE_FORMATS, *docker.LINE_FORMATS,
                                         *iproute.LINE_FORMATS, *tc.LINE_FORMATS, *xfrm.LINE_FORMATS,

@@ -10,7 +10,7 @@ from postmortem.classify.rules.comms import (GlooHostOnlyRemote, HostOnlySocketI
                                              RefusedWhilePeerWaited, SilentCollectiveHang, StoreServerWaited)
 from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, EnomemUnderMemlock, HighHostMemoryThenDeath,
                                               KilledWithoutReason, MeasuredLimit, MemoryLimitSet, PidsLimitRefused,
-                                              ShmFullInPython, ShmSmallBesideFailure, SigbusContext, StorePortTaken, ForkEnomem,
+                                              ShmFullInPython, ShmNcclSegmentsLeft, ShmSmallBesideFailure, SigbusContext, StorePortTaken, ForkEnomem,
                                               TimeoutRecordsDisagree)
 from postmortem.classify.rules.hang import CgroupHeldBack, FlightRecorderHang, OwnWatchdogDump, StacksAtTimeout
 from postmortem.classify.rules.held import HeldWait
@@ -30,6 +30,7 @@ RULES: tuple[Rule, ...] = (
     SigbusContext(),
     ShmFullInPython(),
     ShmSmallBesideFailure(),
+    ShmNcclSegmentsLeft(),
     NcclVersionMismatch(),
     NcclFixedInLaterRelease(),
     CollectiveTimeout(),

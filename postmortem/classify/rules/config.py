@@ -15,6 +15,7 @@ from postmortem.classify.rules.base import (Rule, _first_bounds, _num, _stack_me
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN, deaths, produced_by, registry
 from postmortem.model import Basis, Case, Event, Finding, Ref, Stack
 from postmortem.parsers import clocks
+from postmortem.parsers.shm_listing import FACT as SHM_LISTING_FACT
 
 # NCCL's own code: its exported/internal functions (ncclGroupEnd, ncclShmOpen, ncclProxyService)
 # or the library they are in -- not c10d's ProcessGroupNCCL, which only calls it.
@@ -207,6 +208,49 @@ class ShmSmallBesideFailure(Rule):
                              f"and the job failed the way a full /dev/shm makes it fail ({failures[0].ref.describe()})",
                              [], "shm", extra_refs=(f.ref,))]
 
+class ShmNcclSegmentsLeft(Rule):
+    """`ls -l /dev/shm` lists NCCL segments (nccl-XXXXXX) beside a failure that a full /dev/shm
+    produces without naming it: segments no process will unlink, holding the tmpfs's pages
+    (signals.toml shm.nccl_segments_left)."""
+
+    id = "shm-nccl-segments-left"
+
+    def findings(self, case, k, trace):
+        params = SIGN.shm_nccl_segments_left.params
+        segment = re.compile(params["segment"])
+        listed = [(f, [e for e in f.value.get("entries") or () if segment.match(str(e[0]))])
+                  for f in case.facts if f.name == SHM_LISTING_FACT and isinstance(f.value, dict)]
+        listed = [(f, left) for f, left in listed if left]
+        if not listed:
+            return []
+        failures = events_of(case, tuple(params["beside"]))
+        if not failures:
+            return []
+        f, left = listed[0]
+        spans = _spans_hosts(case)
+        if spans:
+            trace.append(f"{self.id}: {len(left)} NCCL segment(s) in /dev/shm ({f.ref.describe()}), not counted: {spans}")
+            return []
+        sizes = ", ".join(size for _, size in left[:4]) + (" ..." if len(left) > 4 else "")
+        what = (f"/dev/shm still holds {len(left)} NCCL segment(s) ({sizes}; {f.ref.describe()}): NCCL unlinks each "
+                "once its peers attach, so these belong to processes that died during setup and keep their pages")
+        trace.append(f"{self.id}: {what}")
+        return [sign_finding(k, SIGN.shm_nccl_segments_left, self.id,
+                             what + f"; the job failed the way a full /dev/shm makes it fail ({failures[0].ref.describe()})",
+                             failures[:1], "shm", extra_refs=(f.ref,))]
+
+
+def _spans_hosts(case: Case) -> str:
+    """Why the job's bare failure may be its network ('' when not): it spans hosts, or NCCL
+    connects across nodes."""
+    hosts = {e.host for e in case.events if e.host}
+    remote = next((e for e in events_of(case, KIND.nccl_transport) if str(e.data.get("via", "")).startswith("NET")), None)
+    if len(hosts) >= 2 or remote is not None:
+        return (f"the job spans {len(hosts)} hosts" if len(hosts) >= 2 else
+                f"NCCL connects across nodes ({remote.ref.describe()})") + ": the network is as likely"
+    return ""
+
+
 def _shm_not_telling(case: Case) -> str:
     """Why a small /dev/shm says nothing about this failure ('' when it may): 64 MiB is every
     default container's, and the bare error of a container is as often its bridge network, so
@@ -214,11 +258,9 @@ def _shm_not_telling(case: Case) -> str:
     threshold.shm_low_use_pct) or NCCL's SHM transport / its /dev/shm/nccl-* segments -- and
     never when the job spans hosts (an inter-node path is the other suspect) or when an NCCL
     WARN names the call that failed (audit 5 H2)."""
-    hosts = {e.host for e in case.events if e.host}
-    remote = next((e for e in events_of(case, KIND.nccl_transport) if str(e.data.get("via", "")).startswith("NET")), None)
-    if len(hosts) >= 2 or remote is not None:
-        return (f"the job spans {len(hosts)} hosts" if len(hosts) >= 2 else
-                f"NCCL connects across nodes ({remote.ref.describe()})") + ": the network is as likely"
+    spans = _spans_hosts(case)
+    if spans:
+        return spans
     warn = next(iter(events_of(case, KIND.nccl_warn)), None)
     if warn is not None:
         return f"an NCCL WARN names the failing call ({warn.ref.describe()})"
