@@ -25,8 +25,14 @@ _MPI = re.compile(r"^\[(?P<job>\d+),(?P<rank>\d+)\]<(?:stdout|stderr)>:\s?")
 # srun --label: `11: ` ; also DeepSpeed/pdsh `host: ` is handled below.
 _SRUN = re.compile(r"^(?P<rank>\d{1,5}): (?=\S)")
 _PDSH = re.compile(r"^(?P<host>[A-Za-z][\w.-]{0,62}): (?=\S)")
-# `[host]:` is not a thing; Ray prints `(pid=123, ip=1.2.3.4)` or `(RayTrainWorker pid=123, ip=...)`
-_RAY = re.compile(r"^\((?:[\w.]+ )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\)\s")
+# `[host]:` is not a thing; Ray prints `(pid=123, ip=1.2.3.4)` or `(RayTrainWorker pid=123, ip=...)`.
+# Ray's driver colours that prefix (ray/_private/worker.py print_worker_logs: "{}{}({}{}){} {}" with
+# colorama Style.DIM, Fore.CYAN before the "(" and Style.RESET_ALL after the ")"), so a saved console holds
+# `ESC[2mESC[36m(RayWorkerWrapper pid=4183, ip=...)ESC[0m message`; a paste into an issue keeps the codes
+# with the ESC turned into U+FFFD or dropped (vllm-project/vllm#5477: `\ufffd[36m(RayWorkerWrapper pid=4183,
+# ip=10.3.32.122)\ufffd[0m ERROR ...`).  The codes are read only around the prefix itself.
+_SGR = r"(?:(?:\x1b|\ufffd)?\[[0-9;]{0,8}m)*"
+_RAY = re.compile(rf"^{_SGR}\((?:[\w.]+ )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\){_SGR}\s")
 
 # Words that look like a pdsh host prefix but are really the start of a message.
 _NOT_HOSTS = frozenset({
@@ -60,7 +66,8 @@ def clean(raw: str) -> str:
 
 
 # Could the line start with any wrapper at all?  One match instead of five on most lines.
-_ANY_WRAPPER = re.compile(r"\d{4}-\d\d-\d\dT|\[(?:rank|default)\d|\[\d+,\d+\]<|\d{1,5}: \S|\(|[A-Za-z][\w.-]{0,62}: \S")
+_ANY_WRAPPER = re.compile(r"\d{4}-\d\d-\d\dT|\[(?:rank|default)\d|\[\d+,\d+\]<|\d{1,5}: \S|\(|[A-Za-z][\w.-]{0,62}: \S"
+                          r"|(?:(?:\x1b|\ufffd)?\[[0-9;]{0,8}m)+\(")
 # iproute2's interface header `2: eth0: <BROADCAST,UP> mtu 1500 ...` is an index and a name,
 # not an srun rank and a pdsh host (ip/ipaddress.c print_linkinfo).
 _IP_LINK_HEADER = re.compile(r"^\d+: [^\s:]+: <[A-Z0-9_,-]*> mtu \d+")
