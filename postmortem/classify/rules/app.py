@@ -216,7 +216,7 @@ class AppError(Rule):
             if etype in fallout_types and not (etype in own_write_types and _raised_in_own_code(case, e)
                                                and _writes_own_output(e)):
                 return True
-            if fallout_text.search(e.text) or _raised_by_distributed_layer(case, e):
+            if fallout_text.search(e.text) or _raised_by_distributed_layer(case, e) or _parent_gone_at_start(case, e):
                 return True
             from postmortem.knowledge import catalog  # here, not at the top: startup time (issue 17)
 
@@ -692,6 +692,17 @@ def _raised_by_distributed_layer(case: Case, e: Event) -> bool:
         return False
     site = (stack.frames[0].file or "").replace("\\", "/")
     return any(re.search(p, site) for p in _param(SIGN.app_exception.id, "environment_raise_sites"))
+
+
+def _parent_gone_at_start(case: Case, e: Event) -> bool:
+    """A spawned child's load of its start-up data from the parent's pipe hit the stream's end
+    (signals.toml app.exception parent_gone_raise_sites/_texts): the parent died while starting it."""
+    stack = _traceback_of(case, e)
+    if stack is None or not stack.frames or not any(t in (e.text or "") for t in _param(SIGN.app_exception.id, "parent_gone_texts")):
+        return False
+    site = stack.frames[0]
+    return any((site.file or "").replace("\\", "/").endswith(path) and site.function == fn
+               for path, fn in (w.rsplit(":", 1) for w in _param(SIGN.app_exception.id, "parent_gone_raise_sites")))
 
 
 def _in_dataset_fetch(stack: Stack) -> bool:
