@@ -340,7 +340,9 @@ class CollectiveTimeout(Rule):
             # timeout line as a noisy-OR, not as a sum (audit 10 M2).
             views = {"absent timeout": SIGN.timeout_silent_ranks}
             own = "launcher record" if worked and worked[1].kind == KIND.launcher_child_failed else "own log"
+            behind = _behind_steps(case, timed_out, silent)
             for artifact, sign, present in (("own log", SIGN.timeout_progress_advancing, bool(advancing)),
+                                            ("own log", SIGN.timeout_awaited_rank_behind, bool(behind)),
                                             ("stack dump", SIGN.timeout_rank_busy_elsewhere, bool(busy and waiting)),
                                             (own, SIGN.timeout_awaited_rank_worked_on, bool(worked))):
                 if present and (artifact not in views or sign.weight > views[artifact].weight):
@@ -362,6 +364,10 @@ class CollectiveTimeout(Rule):
                                "alive and busy elsewhere, not waiting in the collective")
             if advancing:
                 why.append(f"the log shows '{advancing[0].data.get('task', '').strip()}' still running")
+            if behind and views.get("own log") is SIGN.timeout_awaited_rank_behind:
+                (late, late_step, late_line), (waiter, step, line) = behind
+                why.append(f"rank {late} had logged step {late_step} at most ({late_line.ref.describe()}) while rank "
+                           f"{waiter} had logged step {step} ({line.ref.describe()}) before its wait: it was behind")
             if busy and waiting:
                 why.append(f"a stack dump shows a rank in {busy[0].frames[0].function}() while another waits in "
                            f"{waiting[0].frames[0].function}()")
@@ -370,8 +376,9 @@ class CollectiveTimeout(Rule):
                        f"{f' (SeqNum {min(seqs)})' if seqs else ''} while rank(s) {silent} never reported a timeout"
                        + (f"; {'; '.join(why)}" if why else ""))
             trace.append(f"{self.id}: straggler: silent {silent}, progress={bool(advancing)}, dumps={bool(busy and waiting)}, "
-                         f"worked-on={bool(worked)}")
-            extra = tuple(s.ref for s in busy[:1] + waiting[:1]) + ((worked[1].ref,) if worked else ())
+                         f"worked-on={bool(worked)}, behind={bool(behind)}")
+            extra = (tuple(s.ref for s in busy[:1] + waiting[:1]) + ((worked[1].ref,) if worked else ())
+                     + (tuple(x[2].ref for x in behind) if behind else ()))
             combined = tuple(sign for artifact, sign in views.items() if artifact != "absent timeout")
             return [sign_finding(k, SIGN.timeout_silent_ranks, self.id, summary, timeouts + advancing[:1], "timeout",
                                  extra_refs=extra, weight=w, combined=combined,
@@ -653,6 +660,27 @@ def _level_steps(case: Case, timeouts: list[Event], timed_out: set[int]) -> tupl
     if len(steps) != 1:
         return None
     return steps.pop(), tuple(best[r][1].ref for r in sorted(best))
+
+
+def _behind_steps(case: Case, timed_out: set[int], silent: list[int]):
+    """((silent rank, its step, its line), (waiter, its step, its line)) when a rank that reported no
+    timeout logged its own progress (messages.toml rank_step) up to a lower step than a rank that
+    timed out had logged (signals.toml timeout.awaited_rank_behind); else None.  The highest step
+    each names, as _level_steps reads it."""
+    best: dict[int, tuple[int, Event]] = {}
+    for e in events_of(case, KIND.msg_rank_step):
+        step = str(e.data.get("step", ""))
+        if e.rank is not None and step.isdecimal() and (e.rank not in best or int(step) > best[e.rank][0]):
+            best[e.rank] = (int(step), e)
+    waiters = [(best[r][0], r) for r in timed_out if r in best]
+    late = [(best[r][0], r) for r in silent if r in best]
+    if not waiters or not late:
+        return None
+    step, waiter = max(waiters)
+    late_step, rank = min(late)
+    if late_step >= step:
+        return None
+    return (rank, late_step, best[rank][1]), (waiter, step, best[waiter][1])
 
 
 def _timeouts_apart(case: Case, timeouts: list[Event], timed_out: set[int]) -> bool:
