@@ -31,3 +31,10 @@ def test_the_lab_job_whose_dataset_all_reduced_in_its_workers():
     v = analyze(LAZY).verdict
     assert (v.category.value, v.cause) == ("config", "app_error"), v.trace
     assert "loader_train.py:37" in v.summary, v.summary
+
+
+def test_a_worker_only_asking_its_rank_is_no_collective_in_a_worker():
+    # get_rank() lives in distributed_c10d.py too, but communicates nothing: the spawn-started worker
+    # raises for want of a process group, the job's error, not a collective that pairs with nothing
+    v = analyze(LAB / "getrank/bundle").verdict
+    assert not any(t.startswith("collective-in-loader-worker") for t in v.trace), v.trace

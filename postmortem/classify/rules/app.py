@@ -900,7 +900,8 @@ class CollectiveInLoaderWorker(Rule):
             if loop is None:
                 continue
             call = next((f for f in frames[:loop]
-                         if any((f.file or "").replace("\\", "/").endswith(c) for c in params["c10d_files"])), None)
+                         if any((f.file or "").replace("\\", "/").endswith(c) for c in params["c10d_files"])
+                         and (f.function or "").rsplit(".", 1)[-1] in params["collectives"]), None)
             if call is not None:
                 hits.append((s, call, frames[:loop]))
         if not hits:
