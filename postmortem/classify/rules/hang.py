@@ -497,7 +497,7 @@ class StacksAtTimeout(Rule):
 
     A rank with no place of its own is placed, beside a hang sign, by the peer-gone error (gloo's
     "Connection closed by peer") its wait raised in the call it was in when the rank that timed out
-    went away; a send against a recv is no "different collectives" (each is the other's match).
+    went away.
 
     Decided with a hang sign (a collective timeout or a timeout dump).  Without one, dumps of
     every rank (py-spy, faulthandler, gdb: tools people run on a job that stopped moving) only
@@ -536,12 +536,6 @@ class StacksAtTimeout(Rule):
         if stalled:
             trace.append(f"{self.id}: no timeout; {stalled}")
         calls = sorted({p.collective for p in waiting.values()})
-        p2p = registry().signals[SIGN.stacks_p2p_one_direction.id].params
-        if len(calls) >= 2 and not busy and set(calls) <= {*p2p["send_calls"], *p2p["recv_calls"]}:
-            # a send and a recv are each other's match, not different collectives: that they did not
-            # complete says their tags or peers differ -- or the transport held them
-            trace.append(f"{self.id}: the ranks wait in send and recv, complementary calls: no reading of their order")
-            return []
         if len(calls) >= 2 and not busy:
             summary = (f"the ranks waited in different collectives when the job hung ({listing}): collectives "
                        "pair by their order, so none of them could complete -- the ranks ran different code" + snapshot)
