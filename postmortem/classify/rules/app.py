@@ -15,6 +15,7 @@ from postmortem import stacks as stack_code
 from postmortem.classify.rules.base import Rule, chain_links, died_of, events_of, handler_fallout, sign_finding
 from postmortem.knowledge.registry import KIND, SIGN, deaths, produced_by, registry
 from postmortem.model import Case, Event, Fact, Frame, Stack
+from postmortem.sizes import UNITS
 
 _KERNEL_KINDS = produced_by("parser:kernel")
 _SIGNAL_DEATHS = deaths("fatal_signal", "exit")
@@ -812,14 +813,14 @@ def _frame_text(f: Frame) -> str:
     return f"{name} ({f.module.rsplit('/', 1)[-1]})" if f.module else name
 
 
-# numpy's _size_to_string and torch's CPU allocator print binary units
-_BINARY_UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50, "EiB": 1 << 60}
+# numpy's _size_to_string and torch's CPU allocator print binary units (bytes, KiB .. EiB): their
+# first letter keys the project's one table of powers of 1024
 _REQUEST_SIZE = tuple(re.compile(p) for p in _param(SIGN.app_request_beyond_host.id, "sizes"))
 
 
 def _requested_bytes(text: str) -> float | None:
     m = next((m for m in (r.search(text) for r in _REQUEST_SIZE) if m), None)
-    return float(m.group("n")) * _BINARY_UNITS[m.group("unit")] if m else None
+    return float(m.group("n")) * UNITS[m.group("unit")[0].upper()] if m else None
 
 
 def _host_memory(case: Case) -> tuple[float, tuple[Fact, Fact]] | None:
