@@ -16,9 +16,12 @@ from collections import defaultdict
 
 from postmortem import knowledge
 from postmortem.classify.rules.app import _param, catalog_reads_instead, own_exception
-from postmortem.classify.rules.base import Rule, _repeat, events_of, handler_fallout, sign_finding
+from postmortem.classify.rules.base import (Rule, _repeat, connection_failure_kinds, events_of, handler_fallout,
+                                           sign_finding)
+from postmortem.classify.rules.config import TIMEOUT_KINDS
 from postmortem.knowledge.registry import KIND, catalog_signal
-from postmortem.model import Event
+from postmortem.model import Event, Severity
+from postmortem.parsers.iproute import ROUTE_GET_FACT
 
 _PATTERN_KINDS_PREFIX = "msg."  # kinds message patterns emit: their lines are theirs
 
@@ -210,6 +213,71 @@ def _attempts_that_failed(case, groups: dict, details: dict, trace: list[str], r
             del groups[key]
 
 
+_FAILED = (Severity.ERROR, Severity.FATAL)
+
+
+def _other_side(report: Event, e: Event) -> bool:
+    """`report` is another process's (another rank; without ranks, another file) and does not
+    name the peer `e` lost."""
+    if report.rank is not None and e.rank is not None:
+        other = report.rank != e.rank
+    else:
+        other = report.ref.path != e.ref.path
+    return other and (report.data.get("peer") or None) != e.data.get("peer")
+
+
+
+def store_side_alive(case, k, lines: list[Event]) -> Event | None:
+    """A line showing the store's side of failed store connects (`lines`) alive: its server
+    waiting for clients, another process's own comms failure naming no peer these name, or
+    another process's c10d lines holding no such failure (it reached the store or hosts it:
+    torchrun's rendezvous runs the store in one of the job's own processes)."""
+    spec = _readings()["far_end_silent"]
+    server_alive = re.compile(spec["store_server_alive"])
+    alive = next((e for e in case.events if server_alive.search(e.text or "")), None)
+    if alive is None:
+        reports = [r for r in events_of(case, connection_failure_kinds(k) | set(TIMEOUT_KINDS)) if r.severity in _FAILED]
+        alive = next((r for r in reports for e in lines if _other_side(r, e)), None)
+    if alive is None:
+        entries = set(spec["store_entries"])
+        failing = {e.ref.path for e in events_of(case, KIND.msg_c10d_log)
+                   if any(m.entry.id in entries for m in _hits(e))} | {e.ref.path for e in lines}
+        alive = next((e for e in events_of(case, KIND.msg_c10d_log) if e.ref.path not in failing), None)
+    return alive
+
+
+def _store_host_silent(case, k, groups: dict, details: dict, trace: list[str], rule: str) -> None:
+    """A store connect that failed for want of any answer from the store's host (readings.toml
+    [far_end_silent] store_errors: no ARP answer, SYNs unanswered) is what a dead store host
+    gives as much as a cut path: strong only when the bundle shows the store's side alive (its
+    server waiting for clients, or another process's own comms failure naming no peer this
+    connect names); otherwise one weak sign (audit 14 H1)."""
+    spec = _readings()["far_end_silent"]
+    entries, errors = set(spec["store_entries"]), set(spec["store_errors"])
+    keys = [key for key in groups if key[0] in entries and key[2] == "specific" and details.get(key) in errors]
+    if not keys:
+        return
+    # EHOSTUNREACH also comes from this host's own route (an `unreachable` or `prohibit` route):
+    # `ip route get` refusing the address shows the errno is this host's, not a silent far end
+    refused = next((f for f in case.facts if f.name == ROUTE_GET_FACT and isinstance(f.value, dict)
+                    and f.value.get("error")), None)
+    if refused is not None:
+        trace.append(f"{rule}: `ip route get` {refused.value.get('addr')} answered '{refused.value['error']}' "
+                     f"({refused.ref.describe()}): the errno is this host's own route, not a silent far end")
+        return
+    alive = store_side_alive(case, k, [e for key in keys for e in groups[key]])
+    if alive is not None:
+        trace.append(f"{rule}: the store's side shows itself alive ({alive.ref.describe()}): the connect's errno reads the path")
+        return
+    for key in keys:
+        weak = (key[0], key[1], "subsystem")
+        groups[weak] = groups.get(weak, []) + groups.pop(key)
+        details.setdefault(weak, details.pop(key))
+        trace.append(f"{rule}: {key[0]} ({details[weak]}): weak: nothing in the bundle shows the store's host alive "
+                     "(its server's wait, its own errors, another process's c10d lines without this failure): a host that is off, panicked or not booted gives the same "
+                     "errno as a cut path -- collect the store host's log, kernel log and BMC event log (audit 14 H1)")
+
+
 def _sign_of(m):
     return catalog_signal(m.entry.catalog, m.entry.id, m.cause,
                           m.strength if m.strength in ("specific", "subsystem") else "subsystem", m.entry.why)
@@ -259,6 +327,7 @@ class CatalogReadings(Rule):
                 details.setdefault(key, m.detail)
         _drop_retried_attempts(case, groups, trace, self.id)
         _attempts_that_failed(case, groups, details, trace, self.id)
+        _store_host_silent(case, k, groups, details, trace, self.id)
         if not groups:
             return []
         readings = _readings()

@@ -6,7 +6,7 @@ from collections import defaultdict
 
 from postmortem.classify.index import kinds_in
 from postmortem.classify.rules.base import Rule, _repeat, connection_failure_kinds, events_of, finding, sign_finding
-from postmortem.classify.rules.catalog import _readings
+from postmortem.classify.rules.catalog import _FAILED, _other_side, _readings
 from postmortem.classify.rules.config import TIMEOUT_KINDS
 from postmortem.knowledge.registry import KIND, LIMIT, SIGN
 from postmortem.model import Event, Severity
@@ -77,19 +77,6 @@ def _far_end_silent(case, k, pid: str, events: list[Event]) -> bool:
     comms = connection_failure_kinds(k) | set(TIMEOUT_KINDS)
     reports = [r for r in events_of(case, comms) if r.severity in _FAILED]
     return not any(_other_side(r, e) for e in events for r in reports)
-
-
-_FAILED = (Severity.ERROR, Severity.FATAL)
-
-
-def _other_side(report: Event, e: Event) -> bool:
-    """`report` is another process's (another rank; without ranks, another file) and does not
-    name the peer `e` lost."""
-    if report.rank is not None and e.rank is not None:
-        other = report.rank != e.rank
-    else:
-        other = report.ref.path != e.ref.path
-    return other and (report.data.get("peer") or None) != e.data.get("peer")
 
 
 class XidCatalog(Rule):

@@ -26,6 +26,7 @@ import ipaddress
 import re
 
 from postmortem.classify.rules.base import Rule, connection_failure_kinds, events_of, sign_finding
+from postmortem.classify.rules.catalog import store_side_alive
 from postmortem.classify.rules.config import TIMEOUT_KINDS, level_stall
 from postmortem.classify.rules.interfaces import _host_local, _job_endpoints, _named, job_interfaces
 from postmortem.knowledge.registry import KIND, SIGN, produced_by
@@ -614,6 +615,12 @@ class PeerProbeLost(Rule):
         # (a probe is ICMP, answered by the peer's kernel: a store that was not up yet still answers)
         connect_failed = re.compile(SIGN.net_peer_unroutable.params["connect_failed"])
         failed = _failure(case) or [e for e in case.events if connect_failed.search(e.text or "")]
+        # With no failure but the connects, a lost probe of the address they failed to reach is the
+        # same fact -- the address answers nobody -- whether its host is off or the path is cut (audit 14 H1)
+        store_connect = re.compile(SIGN.net_peer_answers_ping.params["connect_failed"])
+        dialled = set() if _failure(case) else {m.group("host") for e in failed for m in [store_connect.search(e.text or "")] if m}
+        if dialled and store_side_alive(case, k, failed) is not None:
+            dialled = set()    # the store's side shown alive: the probe says the path, not a dead host
         unresolved: set[str] = set()
         if _failure(case):    # what peer-unresolved counts (it reads the neighbour table beside the same failures)
             neighbours, _ = _peer_neighbours(case)
@@ -632,6 +639,10 @@ class PeerProbeLost(Rule):
             if not failed:
                 trace.append(f"{self.id}: not counted: ping to {addr} lost ({f.ref.describe()}) but the job shows no failure")
                 return []
+            if addr in dialled:
+                trace.append(f"{self.id}: not counted: ping to {addr} lost ({f.ref.describe()}), the address the job's store "
+                             "connects failed to reach, whose side nothing shows alive: one fact (nothing answers there), a dead host's as much as a cut path's")
+                continue
             errors = f.value.get("unreachable_from") or []
             what = (f"a ping to {addr} got no reply: {f.value['transmitted']} sent, {f.value['received']} received "
                     f"({f.ref.describe()})" + (f", ICMP errors from {', '.join(errors)}" if errors else "")
