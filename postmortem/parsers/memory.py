@@ -75,7 +75,9 @@ class FreeBlock(Block):
     def __init__(self, parser, header) -> None:
         super().__init__(parser, header)
         self.columns = header.text.split()
-        self.scale: int | None = None
+        # the unit the command line before the table asked for (`free -m`), read once
+        self.scale: int | None = getattr(parser, "free_scale", None)
+        parser.free_scale = None
 
     def feed(self, line: Line) -> bool:
         tree = parse("free_row", line.text)
@@ -83,6 +85,7 @@ class FreeBlock(Block):
             return False
         label, *values = [str(t) for t in tree_tokens(tree)]
         if self.scale is None and values and values[0].isdecimal():
+            # no command line: the default (KiB), or bytes (-b) when no RAM could be that many KiB
             self.scale = 1 if int(values[0]) >= self.BYTES_THRESHOLD else 1024
         row = dict(zip(self.columns, values))
         wanted = {"Mem:": (("total", "mem.total_bytes"), ("available", "mem.available_bytes")),
@@ -93,6 +96,25 @@ class FreeBlock(Block):
                 if value is not None:
                     self.sink.fact(line, fact, value, "B", row[column])
         return True
+
+
+
+# procps-ng free.c: the options that set the unit of bare numbers (-h prints a suffix on each)
+FREE_UNITS = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3,
+              "--bytes": 1, "--kibi": 1024, "--mebi": 1024**2, "--gibi": 1024**3, "--tebi": 1024**4, "--pebi": 1024**5,
+              "--kilo": 1000, "--mega": 1000**2, "--giga": 1000**3, "--tera": 1000**4, "--peta": 1000**5}
+
+
+def free_command(parser, line: Line, tree: Tree) -> None:
+    """`free -m` on the line before its table: the unit of the table's bare numbers."""
+    scale = None
+    for option in (str(t) for t in tree_tokens(tree) if str(t).startswith("-")):
+        if option.startswith("--"):
+            scale = FREE_UNITS.get(option, scale)
+        else:
+            for letter in option[1:]:
+                scale = FREE_UNITS.get(letter, scale)
+    parser.free_scale = scale
 
 
 class MeminfoBlock(Block):
@@ -157,6 +179,7 @@ class FindmntBlock(Block):
 
 BLOCKS = (DfBlock, FreeBlock, MeminfoBlock, FindmntBlock)
 LINE_FORMATS = (
+    LineFormat("free_command", re.compile(r"^(?:\S{0,80}[$#>+]\s*)?free(?:\s+--?[A-Za-z][\w-]{0,20})+\s*$"), free_command),
     LineFormat("mount_line", re.compile(r"^\S+ on /dev/shm type \S+ \("), mount),
     LineFormat("proc_mounts_line", re.compile(r"^\S+ /dev/shm \S+ \S+ \d+ \d+\s*$"), mount),
     # every other mount point (its options; the /dev/shm lines above read more)

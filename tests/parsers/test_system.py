@@ -16,7 +16,7 @@ from postmortem.sizes import parse_printed_size
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "system"
 GIB = 1024**3
 
-START_RULES = ("df_header", "df_row", "df_continuation", "free_row", "meminfo_line", "mount_line",
+START_RULES = ("df_header", "df_row", "df_continuation", "free_command", "free_row", "meminfo_line", "mount_line",
                "proc_mounts_line", "btime_line", "boot_time_line", "ulimit_line", "env_line", "smi_header",
                "smi_gpu_row", "smi_stat_row", "q_line", "topo_header", "topo_row", "ibv_line", "docker_line",
                "ip_link_header", "ip_stats_header", "ip_stats_row", "ip_brief", "bridge_fdb", "ip_neigh", "ip_route", "hosts_entry", "xfrm_head", "xfrm_listing",
@@ -84,6 +84,21 @@ def test_mount_table_only_shm_lines_matter():
 def test_free_units(name):
     facts, _ = _facts(name)
     assert facts["swap.total_bytes"] == 0
+    assert abs(facts["mem.total_bytes"] - 25276063744) < 0.05 * 25276063744
+
+
+
+# fixtures/system/make_free_units.sh: the command line before the table says the unit of its bare
+# numbers (read as KiB without it, `free -m`'s 24105 was 23.5 MiB of RAM)
+@pytest.mark.parametrize("name, scale", [("free_cmd-m.txt", 1024**2), ("free_cmd-mw.txt", 1024**2),
+                                         ("free_cmd-g.txt", 1024**3), ("free_cmd-k.txt", 1024),
+                                         ("free_cmd-b.txt", 1), ("free_cmd--mega.txt", 1000**2)])
+def test_free_unit_from_its_command_line(name, scale):
+    facts, _ = _facts(name)
+    rows = (FIXTURES / name).read_text(encoding="utf-8").splitlines()
+    assert rows[0].startswith("$ free ")
+    total = int(next(r for r in rows if r.startswith("Mem:")).split()[1])
+    assert facts["mem.total_bytes"] == total * scale
     assert abs(facts["mem.total_bytes"] - 25276063744) < 0.05 * 25276063744
 
 
