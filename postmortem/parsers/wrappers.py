@@ -33,6 +33,12 @@ _PDSH = re.compile(r"^(?P<host>[A-Za-z][\w.-]{0,62}): (?=\S)")
 # ip=10.3.32.122)\ufffd[0m ERROR ...`).  The codes are read only around the prefix itself.
 _SGR = r"(?:(?:\x1b|\ufffd)?\[[0-9;]{0,8}m)*"
 _RAY = re.compile(rf"^{_SGR}\((?:[\w.]+ )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\){_SGR}\s")
+# docker compose's log prefix (docker/compose cmd/formatter/logs.go setPrefix at 13d70b1c:
+# fmt.Sprintf("%-"+width+"s | ", name), width = the longest container name + 1, the whole prefix
+# coloured on a terminal; docker-compose v1 printed `name | ` the same way).  Compose names its
+# containers <project>-<service>-<index> (v1: <project>_<service>_<index>), so the name ends in an
+# index; an empty line keeps only `name  |`.  The container stands for the host.
+_COMPOSE = re.compile(rf"^{_SGR}(?P<name>[A-Za-z0-9][\w.-]{{0,127}}[-_]\d{{1,4}}) +\|(?: |$){_SGR}")
 
 # Words that look like a pdsh host prefix but are really the start of a message.
 _NOT_HOSTS = frozenset({
@@ -67,7 +73,7 @@ def clean(raw: str) -> str:
 
 # Could the line start with any wrapper at all?  One match instead of five on most lines.
 _ANY_WRAPPER = re.compile(r"\d{4}-\d\d-\d\dT|\[(?:rank|default)\d|\[\d+,\d+\]<|\d{1,5}: \S|\(|[A-Za-z][\w.-]{0,62}: \S"
-                          r"|(?:(?:\x1b|\ufffd)?\[[0-9;]{0,8}m)+\(")
+                          r"|(?:(?:\x1b|\ufffd)?\[[0-9;]{0,8}m)+[(A-Za-z0-9]|[\w.-]{1,128}[-_]\d{1,4} +\|")
 # iproute2's interface header `2: eth0: <BROADCAST,UP> mtu 1500 ...` is an index and a name,
 # not an srun rank and a pdsh host (ip/ipaddress.c print_linkinfo).
 _IP_LINK_HEADER = re.compile(r"^\d+: [^\s:]+: <[A-Z0-9_,-]*> mtu \d+")
@@ -102,6 +108,11 @@ def strip(text: str) -> tuple[str, int | None, str | None, Stamp | None]:
             continue
         m = _RAY.match(text)
         if m:
+            text = text[m.end():]
+            continue
+        m = _COMPOSE.match(text)
+        if m:
+            host = host or m.group("name")
             text = text[m.end():]
             continue
         m = _PDSH.match(text)
