@@ -53,3 +53,17 @@ def test_sender_side_ping_beside_the_connects_is_one_fact(tmp_path):
 def test_with_the_store_hosts_console_the_ping_counts():
     v = analyze(_ARP).verdict
     assert v.category.value == "comms" and v.cause == "nccl_network", (v.cause, v.confidence)
+
+
+def test_the_html_report_of_the_unknown_verdict_says_what_it_leans_to_and_what_to_collect():
+    import html as htmllib
+    import re
+
+    from postmortem.report.html import render
+
+    page = render(analyze(_MASTER_DOWN / "powered_off/bundle"))
+    text = htmllib.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"(?s)<(script|style).*?</\1>", "", page)))
+    text = " ".join(text.split())
+    assert "leaning nccl_network (0.25)" in text
+    assert "collect the store host's own log, kernel log and BMC event log" in text
+    assert "What to collect" in text and "stderr of every rank" in text

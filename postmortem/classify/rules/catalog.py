@@ -246,17 +246,17 @@ def store_side_alive(case, k, lines: list[Event]) -> Event | None:
     return alive
 
 
-def _store_host_silent(case, k, groups: dict, details: dict, trace: list[str], rule: str) -> None:
+def _store_host_silent(case, k, groups: dict, details: dict, trace: list[str], rule: str) -> set[tuple]:
     """A store connect that failed for want of any answer from the store's host (readings.toml
     [far_end_silent] store_errors: no ARP answer, SYNs unanswered) is what a dead store host
     gives as much as a cut path: strong only when the bundle shows the store's side alive (its
     server waiting for clients, or another process's own comms failure naming no peer this
-    connect names); otherwise one weak sign (audit 14 H1)."""
+    connect names); otherwise one weak sign (audit 14 H1).  Returns the keys made weak."""
     spec = _readings()["far_end_silent"]
     entries, errors = set(spec["store_entries"]), set(spec["store_errors"])
     keys = [key for key in groups if key[0] in entries and key[2] == "specific" and details.get(key) in errors]
     if not keys:
-        return
+        return set()
     # EHOSTUNREACH also comes from this host's own route (an `unreachable` or `prohibit` route):
     # `ip route get` refusing the address shows the errno is this host's, not a silent far end
     refused = next((f for f in case.facts if f.name == ROUTE_GET_FACT and isinstance(f.value, dict)
@@ -264,11 +264,12 @@ def _store_host_silent(case, k, groups: dict, details: dict, trace: list[str], r
     if refused is not None:
         trace.append(f"{rule}: `ip route get` {refused.value.get('addr')} answered '{refused.value['error']}' "
                      f"({refused.ref.describe()}): the errno is this host's own route, not a silent far end")
-        return
+        return set()
     alive = store_side_alive(case, k, [e for key in keys for e in groups[key]])
     if alive is not None:
         trace.append(f"{rule}: the store's side shows itself alive ({alive.ref.describe()}): the connect's errno reads the path")
-        return
+        return set()
+    weakened = set()
     for key in keys:
         weak = (key[0], key[1], "subsystem")
         groups[weak] = groups.get(weak, []) + groups.pop(key)
@@ -276,6 +277,8 @@ def _store_host_silent(case, k, groups: dict, details: dict, trace: list[str], r
         trace.append(f"{rule}: {key[0]} ({details[weak]}): weak: nothing in the bundle shows the store's host alive "
                      "(its server's wait, its own errors, another process's c10d lines without this failure): a host that is off, panicked or not booted gives the same "
                      "errno as a cut path -- collect the store host's log, kernel log and BMC event log (audit 14 H1)")
+        weakened.add(weak)
+    return weakened
 
 
 def _sign_of(m):
@@ -327,7 +330,7 @@ class CatalogReadings(Rule):
                 details.setdefault(key, m.detail)
         _drop_retried_attempts(case, groups, trace, self.id)
         _attempts_that_failed(case, groups, details, trace, self.id)
-        _store_host_silent(case, k, groups, details, trace, self.id)
+        silent_store = _store_host_silent(case, k, groups, details, trace, self.id)
         if not groups:
             return []
         readings = _readings()
@@ -349,6 +352,9 @@ class CatalogReadings(Rule):
             title = k.causes[cause].for_reading(sign.id).title
             summary = (f"{len(events)} line(s) the {entry.catalog} catalog reads as {title}: "
                        f"{what[:120]} ({entry.why}; {strength})")
+            if (eid, cause, strength) in silent_store:
+                summary += ("; nothing in the bundle shows the store's host alive, and a host that is off or "
+                            "panicked gives the same errno -- collect the store host's own log, kernel log and BMC event log")
             trace.append(f"{self.id}: {eid} x{len(events)} -> {cause} ({w:.2f}, {strength}), "
                          f"first at {events[0].ref.describe()}")
             f = sign_finding(k, sign, self.id, summary, events, discriminator=eid, weight=w)
