@@ -279,6 +279,30 @@ def join_identities(events: list[Event], facts=()) -> list[Event]:
     return events
 
 
+
+def join_stack_ranks(stacks, events: list[Event]) -> tuple:
+    """A stack whose source names no rank (py-spy's `Process P:`, a core's pid) takes the rank the
+    joined events give its pid -- NCCL init lines, torchrun's failure table (`rank : 1`, `pid: P`),
+    `local_rank: N (pid: P)` -- when they give that pid exactly one (on its host, or anywhere when
+    the stack names no host)."""
+    by_pid: dict[int, set[int]] = defaultdict(set)
+    by_host_pid: dict[tuple[str | None, int], set[int]] = defaultdict(set)
+    for e in events:
+        if e.pid is not None and e.rank is not None and not e.kind.startswith("kernel."):
+            by_pid[e.pid].add(e.rank)
+            by_host_pid[(e.host, e.pid)].add(e.rank)
+    if not by_pid:
+        return tuple(stacks)
+    out = []
+    for s in stacks:
+        if s.rank is None and s.pid is not None:
+            ranks = by_host_pid.get((s.host, s.pid)) if s.host else by_pid.get(s.pid)
+            if ranks and len(ranks) == 1:
+                s = dataclasses.replace(s, rank=next(iter(ranks)))
+        out.append(s)
+    return tuple(out)
+
+
 def _join_folded(events: list[Event], facts, rank_of: dict, host_of: Callable) -> None:
     """The copies folded into an event (fold.py) are processes too: each copy's host, pid and
     rank become what its own event's would have (in place)."""

@@ -122,7 +122,8 @@ def place(case: Case, tz: str | None = None) -> Placed:
         notes.append(f"boot time of {host or 'the host'}: {bt.isoformat()} ({where})")
     hosts = tuple(sorted(h for h in set(map(_HOST, placed)) if h))
     facts = case.facts + tuple(job.window_facts(window))
-    return Placed(dataclasses.replace(case, events=tuple(placed), facts=facts), tuple(notes), hosts)
+    stacks = job.join_stack_ranks(case.stacks, placed)
+    return Placed(dataclasses.replace(case, events=tuple(placed), stacks=stacks, facts=facts), tuple(notes), hosts)
 
 
 def share_line_stamps(events: list[Event]) -> list[Event]:
