@@ -1,4 +1,4 @@
-"""Launchers: what torchrun, DeepSpeed, mp.spawn, mpirun, srun and the shell say when a worker dies.
+"""Launchers: what torchrun, DeepSpeed, mp.spawn, mpirun, srun, docker compose and the shell say when a worker dies.
 
 Each family of lines has a start rule in grammars/launcher.lark and a cheap regex in
 FAMILIES that picks it.  Lines are one-liners except torchrun's ChildFailedError table,
@@ -41,6 +41,7 @@ FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("shell_job", re.compile(rf"^[\w./-]+: line \d+: +\d+ (?:{_STRSIGNAL_ALTERNATION})")),
     ("shell_bare", re.compile(rf"^(?:{_STRSIGNAL_ALTERNATION})(?: \(core dumped\))?\s*$")),
     ("ray_line", re.compile(r"^\(raylet\) A worker died or was killed")),
+    ("compose_exit", re.compile(r"^[A-Za-z0-9][\w.-]{0,127}[-_]\d{1,4} exited with code \d{1,3}\s*$")),
 )
 
 # Lines a launcher prints while it starts the job: (launcher, regex with a `stamp` group,
@@ -274,6 +275,12 @@ class _ToRecord(Transformer):
     def ray_line(self, rest):
         return {"what": "exit", "launcher": "ray", "detail": "A worker died or was killed " + str(rest)}
 
+    def compose_exit(self, container, code):
+        # a container's exit status is its process's: 128+N when signal N killed it (docker run reference)
+        code = int(code)
+        signal = SIGNALS.get(code - 128) if 128 < code <= 128 + 64 else None
+        return {"what": "exit", "launcher": "compose", "host": str(container), "exitcode": code, "signal": signal}
+
 
 _TRANSFORMER = _ToRecord()
 
@@ -316,7 +323,7 @@ class LauncherParser(LineParser):
                             r"|[IWEF]\d{4} |\[?\d{4}-\d\d-\d\d ")
     gate_words = any_word(["ChildFailedError:", "closing signal SIG", "via signal SIG", "failed (exitcode: ",
                            "death signal, shutting down", "] Killing subprocess", "] exits with return code = ",
-                           "ProcessExitedException: process"])
+                           "ProcessExitedException: process", " exited with code "])
 
     def __init__(self, path, sink) -> None:
         super().__init__(path, sink)

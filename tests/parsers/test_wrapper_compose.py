@@ -30,3 +30,19 @@ def test_traceback_behind_the_prefix_is_read():
     errors = [e for e in a.case.events if e.kind == "py.exception" and "ImportError" in e.text]
     assert errors and errors[0].host == "gemma3n-api-1", [(e.kind, e.text[:60]) for e in a.case.events][:20]
     assert any("Bus error" in e.text and e.host == "shm-bus-error-pub-1" for e in a.case.events)
+
+
+def test_compose_exit_line_is_the_containers_exit():
+    a = analyze(COMPOSE)
+    exits = [e for e in a.case.events if e.kind == "launcher.exit" and e.data.get("launcher") == "compose"]
+    assert [(e.host, e.data.get("exitcode"), e.data.get("signal")) for e in exits] == [("gemma3n-api-1", 1, None)]
+
+
+def test_compose_exit_status_above_128_is_the_signal(tmp_path):
+    # docker/compose printer.go: Status(container, fmt.Sprintf("exited with code %d", event.ExitCode)); a
+    # container's status is 128+N when signal N killed its process
+    (tmp_path / "up.log").write_text("trainer-1 exited with code 137\ntrainer-2 exited with code 135\n"
+                                     "Process exited with code 1\n", encoding="utf-8")
+    a = analyze(tmp_path)
+    got = [(e.host, e.data.get("signal")) for e in a.case.events if e.kind == "launcher.exit"]
+    assert got == [("trainer-1", "SIGKILL"), ("trainer-2", "SIGBUS")]
