@@ -279,7 +279,6 @@ def join_identities(events: list[Event], facts=()) -> list[Event]:
     return events
 
 
-
 def join_stack_ranks(stacks, events: list[Event]) -> tuple:
     """A stack whose source names no rank (py-spy's `Process P:`, a core's pid) takes the rank the
     joined events give its pid -- NCCL init lines, torchrun's failure table (`rank : 1`, `pid: P`),

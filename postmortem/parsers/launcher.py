@@ -21,6 +21,7 @@ from postmortem.model import ClockKind, Severity, Stamp
 from postmortem import signals
 from postmortem.parsers.base import Line, LineParser
 from postmortem.parsers.keywords import any_word
+from postmortem.parsers.wrappers import COMPOSE_CONTAINER
 
 SIGNALS = signals.NAMES
 # strsignal(3) texts (glibc) as bash, dash, srun and mpirun print them.
@@ -41,7 +42,7 @@ FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("shell_job", re.compile(rf"^[\w./-]+: line \d+: +\d+ (?:{_STRSIGNAL_ALTERNATION})")),
     ("shell_bare", re.compile(rf"^(?:{_STRSIGNAL_ALTERNATION})(?: \(core dumped\))?\s*$")),
     ("ray_line", re.compile(r"^\(raylet\) A worker died or was killed")),
-    ("compose_exit", re.compile(r"^[A-Za-z0-9][\w.-]{0,127}[-_]\d{1,4} exited with code \d{1,3}\s*$")),
+    ("compose_exit", re.compile(rf"^{COMPOSE_CONTAINER} exited with code \d{{1,3}}\s*$")),
 )
 
 # Lines a launcher prints while it starts the job: (launcher, regex with a `stamp` group,

@@ -76,7 +76,7 @@ class FreeBlock(Block):
         super().__init__(parser, header)
         self.columns = header.text.split()
         # the unit the command line before the table asked for (`free -m`), read once
-        self.scale: int | None = getattr(parser, "free_scale", None)
+        self.scale: int | None = parser.free_scale
         parser.free_scale = None
 
     def feed(self, line: Line) -> bool:
@@ -96,7 +96,6 @@ class FreeBlock(Block):
                 if value is not None:
                     self.sink.fact(line, fact, value, "B", row[column])
         return True
-
 
 
 # procps-ng free.c: the options that set the unit of bare numbers (-h prints a suffix on each)

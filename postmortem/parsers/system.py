@@ -52,6 +52,7 @@ class SystemParser(LineParser):
     def __init__(self, path, sink) -> None:
         super().__init__(path, sink)
         self._block: Block | None = None
+        self.free_scale: int | None = None   # the unit a `free -m` command line set for the table after it (memory.py)
 
     @property
     def busy(self) -> bool:

@@ -38,7 +38,8 @@ _RAY = re.compile(rf"^{_SGR}\((?:[\w.]+ )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+)
 # coloured on a terminal; docker-compose v1 printed `name | ` the same way).  Compose names its
 # containers <project>-<service>-<index> (v1: <project>_<service>_<index>), so the name ends in an
 # index; an empty line keeps only `name  |`.  The container stands for the host.
-_COMPOSE = re.compile(rf"^{_SGR}(?P<name>[A-Za-z0-9][\w.-]{{0,127}}[-_]\d{{1,4}}) +\|(?: |$){_SGR}")
+COMPOSE_CONTAINER = r"[A-Za-z0-9][\w.-]{0,127}[-_]\d{1,4}"   # also launcher.py's `NAME exited with code N`
+_COMPOSE = re.compile(rf"^{_SGR}(?P<name>{COMPOSE_CONTAINER}) +\|(?: |$){_SGR}")
 
 # Words that look like a pdsh host prefix but are really the start of a message.
 _NOT_HOSTS = frozenset({
@@ -73,7 +74,7 @@ def clean(raw: str) -> str:
 
 # Could the line start with any wrapper at all?  One match instead of five on most lines.
 _ANY_WRAPPER = re.compile(r"\d{4}-\d\d-\d\dT|\[(?:rank|default)\d|\[\d+,\d+\]<|\d{1,5}: \S|\(|[A-Za-z][\w.-]{0,62}: \S"
-                          r"|(?:(?:\x1b|\ufffd)?\[[0-9;]{0,8}m)+[(A-Za-z0-9]|[\w.-]{1,128}[-_]\d{1,4} +\|")
+                          r"|(?:(?:\x1b|\ufffd)?\[[0-9;]{0,8}m)+[(A-Za-z0-9]|[\w.-]{1,128}+ +\|")  # possessive: one pass over a word
 # iproute2's interface header `2: eth0: <BROADCAST,UP> mtu 1500 ...` is an index and a name,
 # not an srun rank and a pdsh host (ip/ipaddress.c print_linkinfo).
 _IP_LINK_HEADER = re.compile(r"^\d+: [^\s:]+: <[A-Z0-9_,-]*> mtu \d+")

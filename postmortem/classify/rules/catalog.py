@@ -226,7 +226,6 @@ def _other_side(report: Event, e: Event) -> bool:
     return other and (report.data.get("peer") or None) != e.data.get("peer")
 
 
-
 def store_side_alive(case, k, lines: list[Event]) -> Event | None:
     """A line showing the store's side of failed store connects (`lines`) alive: its server
     waiting for clients, another process's own comms failure naming no peer these name, or
@@ -249,9 +248,9 @@ def store_side_alive(case, k, lines: list[Event]) -> Event | None:
 def _store_host_silent(case, k, groups: dict, details: dict, trace: list[str], rule: str) -> set[tuple]:
     """A store connect that failed for want of any answer from the store's host (readings.toml
     [far_end_silent] store_errors: no ARP answer, SYNs unanswered) is what a dead store host
-    gives as much as a cut path: strong only when the bundle shows the store's side alive (its
-    server waiting for clients, or another process's own comms failure naming no peer this
-    connect names); otherwise one weak sign (audit 14 H1).  Returns the keys made weak."""
+    gives as much as a cut path: strong only when `ip route get` shows this host's own route
+    refusing the address, or the bundle shows the store's side alive (store_side_alive);
+    otherwise one weak sign (audit 14 H1).  Returns the keys made weak."""
     spec = _readings()["far_end_silent"]
     entries, errors = set(spec["store_entries"]), set(spec["store_errors"])
     keys = [key for key in groups if key[0] in entries and key[2] == "specific" and details.get(key) in errors]
@@ -259,13 +258,14 @@ def _store_host_silent(case, k, groups: dict, details: dict, trace: list[str], r
         return set()
     # EHOSTUNREACH also comes from this host's own route (an `unreachable` or `prohibit` route):
     # `ip route get` refusing the address shows the errno is this host's, not a silent far end
+    lines = [e for key in keys for e in groups[key]]
     refused = next((f for f in case.facts if f.name == ROUTE_GET_FACT and isinstance(f.value, dict)
-                    and f.value.get("error")), None)
+                    and f.value.get("error") and any(str(f.value.get("addr")) in (e.text or "") for e in lines)), None)
     if refused is not None:
         trace.append(f"{rule}: `ip route get` {refused.value.get('addr')} answered '{refused.value['error']}' "
                      f"({refused.ref.describe()}): the errno is this host's own route, not a silent far end")
         return set()
-    alive = store_side_alive(case, k, [e for key in keys for e in groups[key]])
+    alive = store_side_alive(case, k, lines)
     if alive is not None:
         trace.append(f"{rule}: the store's side shows itself alive ({alive.ref.describe()}): the connect's errno reads the path")
         return set()

@@ -614,15 +614,16 @@ class PeerProbeLost(Rule):
         # the job's failure: its timeouts or a rank's failure entry, else its connects that failed
         # (a probe is ICMP, answered by the peer's kernel: a store that was not up yet still answers)
         connect_failed = re.compile(SIGN.net_peer_unroutable.params["connect_failed"])
-        failed = _failure(case) or [e for e in case.events if connect_failed.search(e.text or "")]
+        job_failure = _failure(case)
+        failed = job_failure or [e for e in case.events if connect_failed.search(e.text or "")]
         # With no failure but the connects, a lost probe of the address they failed to reach is the
         # same fact -- the address answers nobody -- whether its host is off or the path is cut (audit 14 H1)
         store_connect = re.compile(SIGN.net_peer_answers_ping.params["connect_failed"])
-        dialled = set() if _failure(case) else {m.group("host") for e in failed for m in [store_connect.search(e.text or "")] if m}
+        dialled = set() if job_failure else {m.group("host") for e in failed for m in [store_connect.search(e.text or "")] if m}
         if dialled and store_side_alive(case, k, failed) is not None:
             dialled = set()    # the store's side shown alive: the probe says the path, not a dead host
         unresolved: set[str] = set()
-        if _failure(case):    # what peer-unresolved counts (it reads the neighbour table beside the same failures)
+        if job_failure:    # what peer-unresolved counts (it reads the neighbour table beside the same failures)
             neighbours, _ = _peer_neighbours(case)
             states = set(SIGN.net_peer_unresolved.params["unresolved_states"])
             unresolved = {f.value["addr"] for f in neighbours if set(f.value.get("states") or ()) & states}
