@@ -165,6 +165,10 @@ BLIND_SWEEP_HALVES = (
     # First seen with one wrong category below 0.8 (a port above 65535 read as the rendezvous
     # endpoint's bad port: comms/nccl_network, labelled config), no confident mistake.
     ("frozen/sweep-2026-12m", _LAB_AND_GH + ("lab-d", "lab-e", "lab-f"), 14, 4, 4, 0, "thirteenth sweep, frozen half, f8f93db"),
+    ("validation32", ("gh-comms", "gh-config", "gh-config2", "gh-forums", "gh-frameworks", "gh-hw", "lab-a"),
+     35, 15, 12, 0, "seventeenth sweep, development half, 2879ab9f"),
+    ("frozen/sweep-2026-12q", ("gh-comms", "gh-config", "gh-config2", "gh-forums", "gh-frameworks", "gh-hw", "gh-hw2",
+                               "gh-hw3", "lab-a"), 36, 17, 16, 0, "seventeenth sweep, frozen half, 2879ab9f"),
 )
 
 
