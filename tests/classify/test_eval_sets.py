@@ -71,7 +71,12 @@ def test_frozen_split_first_seen_floor():
     # With the strict claim policy (issue 13 §4) the floor is what this test printed when it
     # failed (category 25, cause 24; no case folder or per-case output read): one weak sign no longer claims.
     # After the audit 5 fixes the same way: 26, 25 printed (counts only).
-    assert result["category_correct"] >= 26 and result["cause_correct"] >= 25, (result["category_correct"], result["cause_correct"])
+    # Round 17: 27, 24 printed. Toggling each change of the round (counts only) puts the lost cause on
+    # c10d's "Detected mismatch between collectives" now reading collective_desync (its cause id in
+    # causes.toml) instead of app_error: this split was labelled at 648cc75b, twelve minutes before
+    # collective_desync became a cause id (d3b0b118), so a desync here can only carry app_error.
+    # Same category; the floor follows, the label stays as collected.
+    assert result["category_correct"] >= 26 and result["cause_correct"] >= 24, (result["category_correct"], result["cause_correct"])
     assert not result["confident_wrong"]
     assert result["evidence_ok"] == result["total"]
 

@@ -57,7 +57,7 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str, str], ...] = (
      "context", "subsystem", "a rank could not get the NCCL id from the store: rank 0 absent, late or unreachable"),
     # c10d: collective desync (TORCH_DISTRIBUTED_DEBUG=DETAIL)
     ("pt.collective_mismatch", "c10d", WHEEL, "Detected mismatch between collectives on ranks. Rank {d} is running collective: {}",
-     "app_error", "specific", "ranks issued different collectives: the job's own control flow diverged"),
+     "collective_desync", "specific", "ranks issued different collectives: the job's own control flow diverged (causes.toml collective_desync)"),
     # c10d: the Gloo backend (third_party/gloo, compiled into libtorch_cpu.so).  pair.cc checks
     # each received message against the size this rank's own operation expects: a peer that
     # sent more bytes ran a different collective or the same one with other sizes.
