@@ -208,7 +208,7 @@ def test_real_lines_get_their_readings():
     assert C.match_message("torch.distributed.DistBackendError: [Rank 1] Watchdog caught collective operation timeout: "
                            "WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.").cause == "context"  # a timeout says a rank was late, not why
     assert C.match_message("Detected mismatch between collectives on ranks. Rank 0 is running collective: "
-                           "CollectiveFingerPrint(OpType=ALLREDUCE)").cause == "app_error"
+                           "CollectiveFingerPrint(OpType=ALLREDUCE)").cause == "collective_desync"  # causes.toml's id for it (round 17)
 
 
 def test_cuda_errors_by_name_number_and_text():
@@ -266,7 +266,8 @@ def test_real_lines_carrying_an_entrys_words_match_it(name):
     # A line quoted with its tail cut inside a field is a known gap of the catalog reader (only
     # cut closing *words* are read); such lines are listed, every uncut line must match.
     cut = [(p, l) for p, l in missed if any(_cut_quote_of(l, e["template"], e["key"]) for e in entries)]
-    assert len(cut) <= 3, cut
+    # 6 since the seventeenth sweep: its torchtune-1165 paste wraps three watchdog lines inside a field ("Timeo" / "ut(ms)=").
+    assert len(cut) <= 6, cut
     missed = [m for m in missed if m not in cut]
     assert not missed, missed[:5]
 

@@ -8,7 +8,7 @@ from postmortem.classify.rules.base import Rule, died_of, finding
 from postmortem.classify.rules.catalog import CatalogReadings
 from postmortem.classify.rules.comms import (GlooHostOnlyRemote, HostOnlySocketInterface, KernelRdmaFault, NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
                                              RefusedWhilePeerWaited, SilentCollectiveHang, StoreServerWaited)
-from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, EnomemUnderMemlock, HighHostMemoryThenDeath,
+from postmortem.classify.rules.config import (CgroupOomKills, OomReportCutShort, CollectiveTimeout, CudaBuildNewerThanDriver, EnomemUnderMemlock, HighHostMemoryThenDeath,
                                               KilledWithoutReason, MeasuredLimit, MemoryLimitSet, PidsLimitRefused,
                                               ShmFullInPython, ShmNcclSegmentsLeft, ShmSmallBesideFailure, SigbusContext, StorePortTaken, ForkEnomem,
                                               TimeoutRecordsDisagree)
@@ -44,6 +44,7 @@ RULES: tuple[Rule, ...] = (
     MemoryLimitSet(),
     RequestBeyondHost(),
     CgroupOomKills(),
+    OomReportCutShort(),
     MeasuredLimit(),
     PidsLimitRefused(),
     EnomemUnderMemlock(),

@@ -1000,6 +1000,33 @@ class CgroupOomKills(Rule):
                              deaths_seen[:3], "cgroup", extra_refs=(f.ref, *(x.ref for x in limits[:1])))]
 
 
+class OomReportCutShort(Rule):
+    """A kernel log holding the OOM killer's report -- dump_header's 'X invoked oom-killer:' line or
+    dump_oom_summary's 'oom-kill:constraint=' (mm/oom_kill.c) -- but not the 'Killed process' line
+    that ends it: a pasted excerpt cut short.  The kernel printed that report because memory (the
+    host's or a cgroup's) ran out and it was choosing a victim; which process died is not in the
+    excerpt, so it is weak alone.  Beside the job's own death by SIGKILL (its launcher's record,
+    another program's observation) the two make the claim.  A kernel log that holds a kill line
+    is read by that line (the parser's kernel.oom_kill, with its victim's pid) instead."""
+
+    id = "oom-report-cut-short"
+
+    def findings(self, case, k, trace):
+        report = re.compile(SIGN.kernel_oom_report_cut.params["report"])
+        lines = [e for e in events_of(case, KIND.kernel_line) if report.search(e.text or "")]
+        if not lines:
+            return []
+        with_victim = {e.ref.path for e in events_of(case, _OOM_KILLS)}
+        cut = [e for e in lines if e.ref.path not in with_victim]
+        if not cut:
+            trace.append(f"{self.id}: the OOM report ({lines[0].ref.describe()}) is read by its kill line")
+            return []
+        trace.append(f"{self.id}: the OOM killer's report at {cut[0].ref.describe()} without its kill line")
+        return [sign_finding(k, SIGN.kernel_oom_report_cut, self.id,
+                             f"the kernel's OOM killer ran ({cut[0].ref.describe()}): memory ran out; the excerpt ends "
+                             "before the line naming the process it killed", cut[:2], "kernel")]
+
+
 class MeasuredLimit(Rule):
     """A limit the process ran with (/proc/PID/limits, `ulimit -a`), measured low, beside a
     message that says that limit's resource ran out: the measurement is a second,
