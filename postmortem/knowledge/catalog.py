@@ -406,6 +406,14 @@ _KILLED_BY = re.compile(r"killed by signal: (\w{1,20})")
 _RIP_MODULE = re.compile(r"RIP: \w{1,8}:(?P<func>[\w.]{1,120})\+0x[0-9a-f]{1,16}/0x[0-9a-f]{1,16} \[(?P<module>\w{1,60})\]")
 
 
+@functools.lru_cache(maxsize=None)
+def entries_pattern(name: str, ids: tuple[str, ...]) -> re.Pattern[str]:
+    """One regex for the named entries of a catalog (a rule reading a few lines of one family);
+    an id the catalog does not hold is an error, not an empty match."""
+    by_id = {e.id: e for e in _catalog(name)[1]}
+    return re.compile("|".join(f"(?:{by_id[i].regex})" for i in ids))
+
+
 def match_message(line: str, catalogs: tuple[str, ...] = ("pytorch", "kernel")) -> Match | None:
     """The PyTorch or kernel catalog entry a line carries (searched anywhere in the line)."""
     for name in catalogs:

@@ -8,8 +8,8 @@ from postmortem.classify.rules.base import Rule, died_of, finding
 from postmortem.classify.rules.catalog import CatalogReadings
 from postmortem.classify.rules.comms import (GlooHostOnlyRemote, HostOnlySocketInterface, KernelRdmaFault, NcclStoppedDuringInit, NcclVersionMismatch, QuietPcieTopology,
                                              RefusedWhilePeerWaited, SilentCollectiveHang, StoreServerWaited)
-from postmortem.classify.rules.config import (CgroupOomKills, OomReportCutShort, CollectiveTimeout, CudaBuildNewerThanDriver, EnomemUnderMemlock, HighHostMemoryThenDeath,
-                                              KilledWithoutReason, MeasuredLimit, MemoryLimitSet, PidsLimitRefused,
+from postmortem.classify.rules.config import (CgroupOomKills, CollectiveTimeout, CudaBuildNewerThanDriver, EnomemUnderMemlock, HighHostMemoryThenDeath,
+                                              KilledWithoutReason, MeasuredLimit, MemoryLimitSet, OomReportCutShort, PidsLimitRefused,
                                               ShmFullInPython, ShmNcclSegmentsLeft, ShmSmallBesideFailure, SigbusContext, StorePortTaken, ForkEnomem,
                                               TimeoutRecordsDisagree)
 from postmortem.classify.rules.hang import CgroupHeldBack, FlightRecorderHang, OwnWatchdogDump, StacksAtTimeout

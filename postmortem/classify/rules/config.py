@@ -1012,8 +1012,12 @@ class OomReportCutShort(Rule):
     id = "oom-report-cut-short"
 
     def findings(self, case, k, trace):
-        report = re.compile(SIGN.kernel_oom_report_cut.params["report"])
-        lines = [e for e in events_of(case, KIND.kernel_line) if report.search(e.text or "")]
+        kernel_lines = events_of(case, KIND.kernel_line)
+        if not kernel_lines:
+            return []
+        from postmortem.knowledge import catalog  # the catalogs' module only for a kernel log (startup)
+        report = catalog.entries_pattern("kernel", tuple(SIGN.kernel_oom_report_cut.params["report_entries"]))
+        lines = [e for e in kernel_lines if report.search(e.text or "")]
         if not lines:
             return []
         with_victim = {e.ref.path for e in events_of(case, _OOM_KILLS)}
