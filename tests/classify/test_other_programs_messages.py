@@ -82,3 +82,26 @@ def test_triton_region_failure_with_another_errno_is_not_a_full_tmpfs():
 def test_older_kernels_oom_header_is_catalogued(line, entry):
     m = catalog.match_message(line, ("kernel",))
     assert m is not None and m.entry.id == entry and m.cause == "host_oom"
+
+
+@pytest.mark.parametrize("line", [
+    # patrickbryant1/AFProfile#8 (RTX 3080 Ti, JAX), as posted
+    "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4770354232 bytes.",
+    # ecmwf-lab/ai-models-graphcast#18 (XLA's platform allocator), as posted
+    "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for 2.99GiB (3206250496B) "
+    "on device ordinal 0",
+    # kingoflolz/mesh-transformer-jax#66 (an older jaxlib: TensorFlow's Status text), as posted
+    "RuntimeError: Resource exhausted: Failed to allocate request for 32.00MiB (33554432B) on device ordinal 0",
+])
+def test_xla_device_allocator_out_of_memory_is_gpu_oom(tmp_path, line):
+    (tmp_path / "stderr.txt").write_text(line + "\n")
+    v = analyze(tmp_path).verdict
+    assert (v.category.value, v.cause) == ("config", "gpu_oom"), (v.cause, v.trace)
+
+
+def test_another_programs_malloc_wrapper_is_not_xla():
+    # gdbserver's xmalloc (gdb/gdbserver/utils.cc malloc_failure) prints the same phrase about host memory.
+    from postmortem.knowledge import load
+    messages = {m.id: m for m in load().messages}
+    line = "gdbserver: ran out of memory while trying to allocate 1048576 bytes"
+    assert messages["xla_device_oom"].regex.search(line) is None
