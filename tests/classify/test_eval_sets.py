@@ -174,6 +174,14 @@ BLIND_SWEEP_HALVES = (
      35, 15, 12, 0, "seventeenth sweep, development half, 2879ab9f"),
     ("frozen/sweep-2026-12q", ("gh-comms", "gh-config", "gh-config2", "gh-forums", "gh-frameworks", "gh-hw", "gh-hw2",
                                "gh-hw3", "lab-a"), 36, 17, 16, 0, "seventeenth sweep, frozen half, 2879ab9f"),
+    # First seen with one confident mistake of cause (a vLLM image's CUDA 803, 'unsupported display
+    # driver / cuda driver combination', read as a driver older than the runtime at 0.85; labelled
+    # driver_library_mismatch) and one wrong category below 0.8 (a lab straggler read as nccl_timeout).
+    ("validation33", ("gh-cn", "gh-comms3", "gh-hw4", "gh-llm", "gh-pages", "gh-sci", "gh-small", "gh-vision", "lab-c"),
+     41, 15, 13, 1, "eighteenth sweep, development half, 8b4e57ad"),
+    # First seen with two wrong categories below 0.8, no confident mistake.
+    ("frozen/sweep-2026-12r", ("gh-cn", "gh-comms3", "gh-hw4", "gh-llm", "gh-pages", "gh-sci", "gh-small", "gh-vision",
+                               "lab-b", "lab-c"), 29, 13, 13, 0, "eighteenth sweep, frozen half, 8b4e57ad"),
 )
 
 
