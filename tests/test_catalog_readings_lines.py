@@ -149,3 +149,35 @@ def test_pytorch_cuda_driver_checks():
     m = C.match_message("RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU "
                         "and installed a driver from http://www.nvidia.com/Download/index.aspx", ("pytorch",))
     assert m and m.entry.id == "pt.no_nvidia_driver" and m.cause == "device_mapping"
+
+
+def test_display_driver_versus_cuda_driver_mismatch_is_the_driver_libraries(tmp_path):
+    # CUDA driver_types.h on cudaErrorSystemDriverMismatch (803): "a mismatch between the versions
+    # of the display driver and the CUDA driver" -- the kernel module against the libcuda the
+    # process loads (causes.toml driver_library_mismatch), not a driver older than the runtime
+    # (cudaErrorInsufficientDriver, 35).
+    by_name = {e["name"]: e for e in json.loads((ROOT / "postmortem/knowledge/catalogs/cuda.json").read_text())["entries"]}
+    assert by_name["cudaErrorSystemDriverMismatch"]["cause"] == "driver_library_mismatch"
+    assert by_name["CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"]["cause"] == "driver_library_mismatch"
+    assert by_name["cudaErrorInsufficientDriver"]["cause"] == "cuda_driver_mismatch"
+    from postmortem.run import analyze
+    # Real lines, as posted: PyTorch's device count check (c10/cuda/CUDAFunctions.cpp 'Error %d: %s';
+    # CompVis/stable-diffusion#439) and Caffe's glog CUDA_CHECK (eric612/MobileNet-YOLO#266).
+    for line in ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
+                 "calling NumCudaDevices() that might have already set an error? Error 803: system has unsupported "
+                 "display driver / cuda driver combination",
+                 "Check failed: error == cudaSuccess (803 vs. 0)  system has unsupported display driver / cuda driver "
+                 "combination"):
+        (tmp_path / "stderr.txt").write_text(line + "\n")
+        v = analyze(tmp_path).verdict
+        assert (v.category.value, v.cause) == ("config", "driver_library_mismatch"), (line, v.cause, v.trace)
+
+
+def test_pytorch_device_count_check_carries_the_cuda_error():
+    # The same PyTorch text carrying another CUDA error reads that error's own reading (804:
+    # forward compatibility on a GPU without it -- a runtime newer than the driver).
+    found = C.cuda_errors_in("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+                             "functions before calling NumCudaDevices() that might have already set an error? "
+                             "Error 804: forward compatibility was attempted on non supported HW")
+    assert [e.name for e in found] == ["cudaErrorCompatNotSupportedOnDevice"]
+    assert found[0].cause == "cuda_driver_mismatch"

@@ -320,8 +320,12 @@ _CUDA_TEXT = (r"(?:CUDA error|CUDA Error|CUDA driver error|CUDA Runtime Error|Cu
 #   THC/cutorch THCudaCheck:  "cuda runtime error (%d) : %s at %s:%d"
 #                             "THCudaCheck FAIL file=%s line=%i error=%i : %s"
 #   Caffe CUDA_CHECK (glog):  "Check failed: error == cudaSuccess (%d vs. 0)  %s"
+#   PyTorch c10/cuda/CUDAFunctions.cpp device_count_impl: "... that might have already set an
+#   error? Error %d: %s", raised, or warned by torch/cuda/__init__.py with TORCH_WARN's
+#   " (Triggered internally at FILE:LINE.)" after it
 _CUDA_CHECK_TEXT = (r"(?:cuda runtime error \(\d{1,5}\) :|THCudaCheck FAIL file=\S{1,200} line=\d{1,6} error=\d{1,5} :"
-                    r"|== cudaSuccess \(\d{1,5} vs\. 0\) ) {1,2}(?P<text>[^'\"\n]{1,160}?)(?: at \S{1,200}:\d{1,6})?\s*$")
+                    r"|== cudaSuccess \(\d{1,5} vs\. 0\) |might have already set an error\? Error \d{1,5}:)"
+                    r" {1,2}(?P<text>[^'\"\n]{1,160}?)(?: at \S{1,200}:\d{1,6}| \(Triggered internally at [^)\n]{1,200}\))?\s*$")
 
 
 @functools.lru_cache(maxsize=None)

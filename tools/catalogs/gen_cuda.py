@@ -33,7 +33,10 @@ READINGS: dict[int, tuple[str, str, str]] = {
     220: ("nvlink_fault", "specific", "an uncorrectable NVLink error was detected"),
     226: ("gpu_hardware_other", "subsystem", "an error during kernel execution was contained (e.g. memory error); other work may continue"),
     802: ("nvls_fabric", "specific", "system not ready: on NVSwitch systems the Fabric Manager is not running"),
-    803: ("cuda_driver_mismatch", "specific", "the kernel driver and the user-mode driver (libcuda) versions differ"),
+    # the header: "a mismatch between the versions of the display driver and the CUDA driver" -- the
+    # kernel module against the libcuda the process loaded (a container bringing its own), which is
+    # causes.toml driver_library_mismatch, not a driver older than the runtime (35)
+    803: ("driver_library_mismatch", "specific", "the kernel driver and the user-mode driver (libcuda) versions differ"),
     804: ("cuda_driver_mismatch", "specific", "forward compatibility is not supported on this GPU"),
     222: ("cuda_driver_mismatch", "specific", "the PTX was built by a newer toolchain than the driver supports"),
     209: ("cuda_driver_mismatch", "specific", "the binary has no kernel for this GPU's architecture (build targets vs GPU): the build, not the job's code"),
