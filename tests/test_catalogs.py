@@ -301,6 +301,20 @@ def test_a_line_quoted_with_its_closing_words_cut_still_matches_its_entry():
     assert C.match_message(cut + " and then something else", ("pytorch",)) is None
 
 
+def test_a_message_quoted_without_its_closing_full_stop_still_matches_its_entry():
+    """A paste (or a wrapper quoting the message) drops the sentence's closing full stop; a
+    template without placeholders has all of itself as its key, full stop included."""
+    # torch/nn/parallel/distributed.py's message as ACEsuit/mace#1130 quotes it, stop dropped
+    line = ("RuntimeError: DistributedDataParallel is not needed when a module doesn't have any parameter "
+            "that requires a gradient")
+    m = C.match_message(line, ("pytorch",))
+    assert m is not None and m.entry.id == "pt.ddp_no_grad_params" and m.strength == "specific"
+    assert C.match_message(line + ".", ("pytorch",)).entry.id == "pt.ddp_no_grad_params"
+    # ... the line must still end there: another word after the last one is not the message
+    assert C.match_message(line + "s of the job", ("pytorch",)) is None
+    assert C.match_message(line + " and more", ("pytorch",)) is None
+
+
 def test_a_spliced_string_literal_reads_as_the_compiler_reads_it():
     """A backslash-newline inside a C string literal is a line splice: NCCL 2.14-2.21's
     net_socket.cc 'message truncated' WARN continues on the next source line, and the

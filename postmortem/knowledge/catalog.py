@@ -75,11 +75,17 @@ def _printed_line(regex: str) -> str:
     return regex.partition("\\\n")[0]
 
 
+def _without_full_stop(key: str) -> str:
+    """An entry's key (the fixed words a line must hold before its regex is tried) without a closing
+    full stop: the regex reads a line quoted without it (_cut_regex), so the key must let it through."""
+    return key[:-1] if key[-1:] in (".", "!") and key[-2:-1].isalnum() else key
+
+
 def _entry(catalog: str, e: dict) -> Entry:
     return Entry(catalog=catalog, id=e["id"], name=e.get("name") or e.get("format") or e.get("template", ""),
                  cause=e.get("cause", ""), strength=e.get("strength", "specific"), why=e.get("why", ""),
                  number=e.get("number", e.get("code")), message=e.get("message", ""), regex=_printed_line(e.get("regex", "")),
-                 key=e.get("key", ""), subsystem=e.get("subsystem", e.get("family", "")),
+                 key=_without_full_stop(e.get("key", "")), subsystem=e.get("subsystem", e.get("family", "")),
                  files=tuple(e.get("files", [e["file"]] if "file" in e else [])), versions=tuple(e.get("versions", [])),
                  level=e.get("level", ""))
 
@@ -116,6 +122,10 @@ def _cut_regex(pattern: str) -> re.Pattern[str] | None:
     words = [w for w in re.split(r"(?=\\ )", tail.group()) if w]
     if len(words) < 2:
         return None
+    # ... the closing full stop too: a paste or a wrapper quoting the message drops it
+    last = words[-1]
+    if re.search(r"\w\\[.!]$", last):
+        words[-1] = f"{last[:-2]}(?:{last[-2:]})?"
     optional = ""
     for piece in reversed(words[1:]):
         optional = f"(?:{piece}{optional})?"
