@@ -105,3 +105,19 @@ def test_another_programs_malloc_wrapper_is_not_xla():
     messages = {m.id: m for m in load().messages}
     line = "gdbserver: ran out of memory while trying to allocate 1048576 bytes"
     assert messages["xla_device_oom"].regex.search(line) is None
+
+
+def test_ngc_container_driver_check_is_one_weak_sign(tmp_path):
+    # NVIDIA's NGC entrypoint, as a public note quotes it (search index id 40895951619): the host's
+    # driver is older than the image needs and forward compatibility did not start -- a lean to
+    # cuda_driver_mismatch, never a claim alone (CUDA minor-version compatibility may still run the job).
+    (tmp_path / "container.log").write_text(
+        "ERROR: This container was built for NVIDIA Driver Release 460.32 or later, but\n"
+        "       version 430.26 was detected and compatibility mode is UNAVAILABLE.\n")
+    v = analyze(tmp_path).verdict
+    assert v.cause == "unknown" and "leaning cuda_driver_mismatch" in v.summary, (v.summary, v.trace)
+    # The same entrypoint's line when forward compatibility did start is no sign at all.
+    from postmortem.knowledge import load
+    messages = {m.id: m for m in load().messages}
+    assert messages["ngc_driver_older_than_container"].regex.search(
+        "NOTE: Legacy NVIDIA Driver detected.  Compatibility mode ENABLED.") is None
