@@ -91,7 +91,8 @@ class GroupMatch:
             parts.append(f"desync at #{d.seq}: rank {d.rank} called {d.got} where the others called {d.expected}")
         if self.behind and self.frontier is not None:
             waiting = f"rank(s) {_span(self.waiting)} wait in #{self.frontier} {self._frontier_op()}" if self.waiting else ""
-            behind = ", ".join(f"rank {b.rank} (last entered #{b.last_seq})" for b in self.behind[:4])
+            behind = ", ".join(f"rank {b.rank} (last entered #{b.last_seq})" if b.last_seq is not None
+                               else f"rank {b.rank} (entered none)" for b in self.behind[:4])
             parts.append(f"{waiting}{'; ' if waiting else ''}never arrived: {behind}")
         elif self.stuck_all and self.frontier is not None and not self.desyncs:
             parts.append(f"every rank entered #{self.frontier} {self._frontier_op()} and none completed it")
@@ -342,6 +343,12 @@ def _match_group(pg: str, views: dict[int, _RankView], traces: list[RankTrace], 
     bad = {(d.seq, d.rank): d for d in desyncs}
     rows = tuple(_row(s, expected, views, dumped_all, bad) for s in reversed(seen))
     behind = tuple(_behind(r, views[r]) for r in sorted(views) if views[r].last < frontier)
+    # A member whose own dump holds no entry of this group at all had issued none of its
+    # collectives: the process was alive to write the dump (torch's Flight Recorder dumps from
+    # the rank's own process) and never got to #1 -- behind, not unknown (a rank with no dump is).
+    behind += tuple(_never_entered(t) for t in traces
+                    if t.rank in expected and t.rank not in views and not t.problems and len(t.seq) == 0)
+    behind = tuple(sorted(behind, key=lambda b: b.rank))
     waiting = tuple(r for r in sorted(views) if views[r].last == frontier
                     and views[r].trace.done[views[r].row(frontier)] < 2)
     stuck_all = not behind and not missing and len(waiting) == len(views)
@@ -432,6 +439,10 @@ def _row(seq: int, expected: tuple[int, ...], views: dict[int, _RankView], dumpe
         cells.append(Cell(r, state, e, d.got if d else ""))
     (op, shape), _ = ops.most_common(1)[0] if ops else (("?", ""), 0)
     return Row(seq, op, shape, tuple(cells))
+
+
+def _never_entered(trace: RankTrace) -> Behind:
+    return Behind(trace.rank, None, None, (), Ref(trace.path, record="entries", text="no entries: no collective issued"))
 
 
 def _behind(rank: int, view: _RankView) -> Behind:

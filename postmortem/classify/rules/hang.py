@@ -117,7 +117,8 @@ class FlightRecorderHang(Rule):
         events = self._events(refs, by_ref)
         extra = tuple(r for r in refs if (r.path, r.record) not in by_ref)
         lasts = "; ".join(([f"rank(s) {_ranks(missing)} left no dump (collect it)"] if missing else [])
-                          + [f"rank {b.rank} last entered #{b.last_seq}"
+                          + [(f"rank {b.rank} last entered #{b.last_seq}" if b.last_seq is not None
+                              else f"rank {b.rank}'s dump holds no collective at all")
                              + (f" from {_caller(b.frames)}" if b.frames else "")
                              + (f" ({b.ref.describe()})" if b.ref else "") for b in g.behind[:3]])
         if died:

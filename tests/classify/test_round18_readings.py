@@ -1,0 +1,52 @@
+"""Readings found on the eighteenth sweep's development half (fixtures/validation33, scored at first
+sight at 8b4e57ad before any of these):
+
+- A rank whose Flight Recorder dump holds no entry at all had issued no collective: the process
+  was alive to write the dump (torch dumps from the rank's own process), so it is behind -- not
+  unknown, which is what a rank with no dump is.  Real: lab-c's page-cache-thrash straggler
+  (ranks 2 and 3 on a memory-limited node never reached collective #1; read as a stuck
+  collective, comms, before).
+- The barrier-before-the-block pattern under the names other libraries give it:
+  transformers'/yolov5's torch_distributed_zero_first, accelerate's _goes_first, Lightning
+  Fabric's rank_zero_first -- a timeout raised inside it is the main process being late.
+  Real: LianjiaTech/BELLE#542 (rank 0 still 'Grouping texts' at 29% after 10 h).
+- CUDA 803 read as the driver libraries' mismatch, and a catalog message quoted without its
+  closing full stop: tests/test_catalog_readings_lines.py, tests/test_catalogs.py."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from postmortem import collectives
+from postmortem.run import analyze
+
+ROOT = Path(__file__).resolve().parents[2]
+DEV = ROOT / "fixtures" / "validation33"
+THRASH = DEV / "lab-c" / "lab18c-node1-container-memory-limit-page-cache-thrash-mmap-shard-straggler-timeout-06"
+BELLE = DEV / "gh-cn" / "belle-542-pretrain-rank0-grouping-texts-10h-others-barrier-socket-timeout-06"
+
+
+def test_a_dump_without_any_entry_is_a_rank_that_never_arrived():
+    result = analyze(THRASH / "bundle")
+    traces = collectives.traces_of(result.case.facts)
+    empty = sorted(t.rank for t in traces if len(t.seq) == 0)
+    assert empty == [2, 3]
+    g = next(g for g in collectives.match(traces).groups if g.frontier == 1)
+    assert [b.rank for b in g.behind] == [2, 3] and all(b.last_seq is None for b in g.behind)
+    assert list(g.waiting) == [0, 1] and not g.stuck_all and not g.missing_dumps
+    v = result.verdict
+    assert (v.category.value, v.cause) == ("config", "straggler_timeout"), (v.cause, v.trace[-4:])
+    assert "holds no collective at all" in v.root.summary
+
+
+def test_the_same_dumps_without_the_empty_ones_leave_those_ranks_unknown():
+    # A rank with no dump at all is not a culprit on absence (audit 6 M8): drop the two empty
+    # dumps and they are missing, not behind.
+    traces = [t for t in collectives.traces_of(analyze(THRASH / "bundle").case.facts) if len(t.seq) > 0]
+    g = next(g for g in collectives.match(traces).groups if g.frontier == 1)
+    assert not g.behind and list(g.missing_dumps) == [2, 3]
+
+
+def test_a_timeout_inside_torch_distributed_zero_first_is_the_main_process_late():
+    v = analyze(BELLE / "bundle").verdict
+    assert (v.category.value, v.cause) == ("config", "straggler_timeout"), (v.cause, v.trace[-4:])
+    assert "torch_distributed_zero_first()" in v.root.summary
