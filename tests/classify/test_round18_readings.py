@@ -50,3 +50,12 @@ def test_a_timeout_inside_torch_distributed_zero_first_is_the_main_process_late(
     v = analyze(BELLE / "bundle").verdict
     assert (v.category.value, v.cause) == ("config", "straggler_timeout"), (v.cause, v.trace[-4:])
     assert "torch_distributed_zero_first()" in v.root.summary
+
+
+def test_sigtrap_from_the_jobs_own_native_op_is_its_own_fault():
+    # lab-c: the job's own C op (loaded with ctypes) left a debug trap in; rank 3 hit it on a
+    # non-finite input: gdb's backtrace of the core places the int3 in focal_loss_fwd, the job's own.
+    case = DEV / "lab-c" / "lab18c-rank3-native-loss-op-debug-trap-macro-left-in-sigtrap-on-nonfinite-08"
+    v = analyze(case / "bundle").verdict
+    assert (v.category.value, v.cause) == ("config", "app_error"), (v.cause, v.trace[-4:])
+    assert "SIGTRAP" in v.root.summary

@@ -37,7 +37,13 @@ CASES = [
     # an illegal address reads weakly, as messages.toml cuda_illegal_access (audit 6 M10): a device assert claims
     ("darknet device assert", lambda: _DARKNET % _msg("cudaErrorAssert"), "config", "app_error"),
     ("tf cuInit no device", lambda: _TF_CUINIT % ("CUDA_ERROR_NO_DEVICE", _msg("CUDA_ERROR_NO_DEVICE")), "config", "device_mapping"),
-    ("tf cuInit old driver", lambda: _TF_CUINIT % ("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", _msg("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH")),
+    # 803: "a mismatch between the versions of the display driver and the CUDA driver" (cuda.h) --
+    # the kernel module against the libcuda loaded, not a driver older than the runtime (35)
+    ("tf cuInit display/cuda driver mismatch", lambda: _TF_CUINIT % ("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+                                                                    _msg("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH")),
+     "config", "driver_library_mismatch"),
+    ("tf cuInit old driver", lambda: _TF_CUINIT % ("CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+                                                   _msg("CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE")),
      "config", "cuda_driver_mismatch"),
 ]
 
