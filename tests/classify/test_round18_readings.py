@@ -59,3 +59,20 @@ def test_sigtrap_from_the_jobs_own_native_op_is_its_own_fault():
     v = analyze(case / "bundle").verdict
     assert (v.category.value, v.cause) == ("config", "app_error"), (v.cause, v.trace[-4:])
     assert "SIGTRAP" in v.root.summary
+
+
+def test_open_mpi_connecting_to_another_process_is_the_interconnect_set_up():
+    # horovod/horovod#1516 (Open MPI's TCP BTL over IB hosts that also carry same-address
+    # interfaces): the connect ack names another process than the one dialed.
+    case = DEV / "gh-comms3" / "horovod-1516-openmpi-btl-tcp-unexpected-process-identifier-ib-03"
+    v = analyze(case / "bundle").verdict
+    assert (v.category.value, v.cause) == ("comms", "nccl_network"), (v.cause, v.trace[-4:])
+
+
+def test_open_mpi_ack_line_from_another_component_reads_the_same():
+    # Open MPI's runtime (oob/tcp) prints the same check with its own prefix: one reading.
+    from postmortem.knowledge import load
+    messages = {m.id: m for m in load().messages}
+    line = "[node01:12345] [[1234,0],1] tcp_peer_recv_connect_ack: received unexpected process identifier [[1234,0],2] from [[1234,0],3]"
+    assert messages["ompi_tcp_unexpected_peer"].regex.search(line)
+    assert messages["ompi_tcp_unexpected_peer"].regex.search("[[1234,0],1] connect-ack header from [[1234,0],2] is okay") is None
