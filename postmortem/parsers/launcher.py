@@ -43,6 +43,7 @@ FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("shell_bare", re.compile(rf"^(?:{_STRSIGNAL_ALTERNATION})(?: \(core dumped\))?\s*$")),
     ("ray_line", re.compile(r"^\(raylet\) A worker died or was killed")),
     ("compose_exit", re.compile(rf"^{COMPOSE_CONTAINER} exited with code \d{{1,3}}\s*$")),
+    ("subprocess_line", re.compile(r"^(?:subprocess\.)?CalledProcessError: Command '.*' died with <Signals\.SIG")),
 )
 
 # Lines a launcher prints while it starts the job: (launcher, regex with a `stamp` group,
@@ -283,6 +284,12 @@ class _ToRecord(Transformer):
         return {"what": "exit", "launcher": "compose", "host": str(container), "exitcode": code, "signal": signal}
 
 
+    # -- CPython subprocess: the launcher's child died of a signal
+    def subprocess_line(self, _exc, command, signals_repr, _signo):
+        return {"what": "exit", "launcher": "subprocess", "signal": str(signals_repr).split(".", 1)[1],
+                "command": str(command)[1:-1]}
+
+
 _TRANSFORMER = _ToRecord()
 
 
@@ -321,10 +328,11 @@ class LauncherParser(LineParser):
     # Necessary conditions for the prefilter, cheap to test (see LineParser.gate_start).
     gate_start = re.compile(rf"\S+ FAILED|(?:Other )?Failures:|Root Cause|\[\d+\]:|mpirun noticed|Primary job|srun: error|"
                             rf"slurmstepd|[\w./-]+: line \d+: |(?:{_STRSIGNAL_ALTERNATION})|\(raylet\)"
-                            r"|[IWEF]\d{4} |\[?\d{4}-\d\d-\d\d ")
+                            r"|[IWEF]\d{4} |\[?\d{4}-\d\d-\d\d |CalledProcessError: ")
     gate_words = any_word(["ChildFailedError:", "closing signal SIG", "via signal SIG", "failed (exitcode: ",
                            "death signal, shutting down", "] Killing subprocess", "] exits with return code = ",
-                           "ProcessExitedException: process", " exited with code "])
+                           "ProcessExitedException: process", " exited with code ",
+                           "CalledProcessError: Command "])
 
     def __init__(self, path, sink) -> None:
         super().__init__(path, sink)

@@ -160,3 +160,24 @@ def test_arbitrary_text_never_raises(lines):
 def test_table_fragments_never_raise(lines):
     result = parse_text("frag.txt", lines)
     assert not [p for p in result.sink.problems if p.startswith("launcher")]
+
+
+@pytest.mark.parametrize("name,signal", [("subprocess_sigkill.log", "SIGKILL"), ("subprocess_sigbus.log", "SIGBUS"),
+                                         ("subprocess_sigsegv.log", "SIGSEGV")])
+def test_python_subprocess_launcher_child_died_of_a_signal(name, signal):
+    """CPython's CalledProcessError for a negative returncode (Lib/subprocess.py __str__:
+    "Command '%s' died with %r."), raised by a launcher that runs the job with
+    subprocess.run(check=True) -- real output (fixtures/launcher/subprocess_launch.py)."""
+    result = _parse(name)
+    (exit_line,) = _events(result, "launcher.exit")
+    assert exit_line.data["launcher"] == "subprocess"
+    assert exit_line.data["signal"] == signal
+    assert "subprocess_launch" not in exit_line.data["command"] and "-c" in exit_line.data["command"]
+    assert exit_line.ref.text.startswith("subprocess.CalledProcessError: Command '[")
+
+
+def test_python_subprocess_nonzero_exit_is_no_death_by_signal():
+    """A plain non-zero status ("returned non-zero exit status 1.") is an exit, not a signal."""
+    line = "subprocess.CalledProcessError: Command '['python', 'train.py']' returned non-zero exit status 1."
+    result = parse_text("stderr.txt", [line])
+    assert not _events(result, "launcher.exit")
