@@ -28,7 +28,7 @@ from postmortem import knowledge
 from postmortem.budget import Meter
 from postmortem.parsers import messages
 from postmortem.parsers.base import Line, LineParser, Sink
-from postmortem.parsers.wrappers import clean, strip
+from postmortem.parsers.wrappers import clean, strip, unwrap_callstack
 
 
 def discover(package: str = __name__, path=None) -> tuple[type[LineParser], ...]:
@@ -313,14 +313,16 @@ def parse_text(path: str, raw_lines: Iterable[str], host: str | None = None,
                 seen[key] = times
         raw = clean(raw)
         text, rank, wrapped_host, stamp = strip(raw)
-        line = Line(path, n, text, raw, wrapped_host or host, rank, stamp)
-        claimed_by = _offer(parsers, in_block, line, sink)
-        if claimed_by:
-            used.add(claimed_by.name)
-        elif any(_wants(sink, p, line) for p in parsers):
-            unclaimed += 1
-        if matcher.feed(line):
-            used.add(matcher.name)
+        # an elastic error record's traceback is read as the lines it holds (wrappers.unwrap_callstack)
+        for text in unwrap_callstack(text) or (text,):
+            line = Line(path, n, text, raw, wrapped_host or host, rank, stamp)
+            claimed_by = _offer(parsers, in_block, line, sink)
+            if claimed_by:
+                used.add(claimed_by.name)
+            elif any(_wants(sink, p, line) for p in parsers):
+                unclaimed += 1
+            if matcher.feed(line):
+                used.add(matcher.name)
     for p in parsers:
         _safely(sink, p, p.finish)
     return TextResult(sink, n, unclaimed, tuple(sorted(used)), repeated, stopped)

@@ -7,6 +7,7 @@ parser sees the line; the rank, host or time they carried stays on the Line.
 """
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timezone
 
@@ -140,3 +141,28 @@ def _looks_like_host(word: str) -> bool:
     if word.startswith(_NOT_HOST_PREFIXES) or _EXCEPTION_NAME.search(word):
         return False
     return any(c.isdigit() for c in word) or "-" in word
+
+
+# torch elastic's error file (torch/distributed/elastic/multiprocessing/errors/error_handler.py
+# record_exception: {"message": {"message": "<Type>: <text>", "extraInfo": {"py_callstack":
+# traceback.format_exc(), "timestamp": "<unix seconds>"}}}), written by an @record'ed worker and
+# echoed by the agent (`error_handler:{` and its json.dumps(indent=2) lines): the worker's whole
+# traceback is one JSON string with its newlines escaped.  It is read as the lines it holds, each
+# cited at the physical line that carries it.  A paste cut inside the string (no closing quote)
+# still yields what it holds; a half escape at the cut is dropped.
+_PY_CALLSTACK = re.compile(r'"py_callstack": "((?:[^"\\]|\\.){0,200000})(?:"|\\?$)')
+
+
+def unwrap_callstack(text: str) -> list[str] | None:
+    """The traceback lines an elastic error record's `py_callstack` string holds, or None."""
+    if '"py_callstack": "' not in text:
+        return None
+    m = _PY_CALLSTACK.search(text)
+    if m is None:
+        return None
+    try:
+        lines = json.loads(f'"{m.group(1)}"').splitlines()
+    except ValueError:
+        return None
+    return [line for line in lines if line.strip()] or None
+

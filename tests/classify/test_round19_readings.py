@@ -77,3 +77,26 @@ def test_device_node_refused_by_mode_is_not_the_device_cgroup(tmp_path):
 def test_python_launcher_sigkill_leans_to_host_memory():
     v = analyze(_case("validation33", "autotrain-456-colab-falcon7b-load-shards-host-ram-sigkill-05")).verdict
     assert v.cause == "unknown" and "leaning host_oom" in v.summary, (v.summary, v.trace[-3:])
+
+
+def test_elastic_error_record_traceback_is_read_as_its_lines():
+    """torch elastic's error.json (error_handler.record_exception) holds the worker's traceback as
+    one escaped JSON string: its lines are read, each cited at the record's physical line
+    (real error files written by torchrun's agent in fixtures/validation30 and validation27)."""
+    from postmortem.parsers import parse_text
+    path = next((ROOT / "fixtures" / "validation30").glob(
+        "lab-d/lab12-torchrun-rank0-per-tensor-ckpt-keeps-files-open-nofile-1024-errorfile/bundle/log-dir/*/attempt_0/1/error.json"))
+    result = parse_text("error.json", path.read_text().splitlines())
+    stacks = result.sink.stacks
+    assert stacks, result.sink.problems
+    assert any(f.function == "wrapper" for s in stacks for f in s.frames)
+    assert {e.ref.line for e in result.sink.events} <= {1}
+    assert any("Connection closed by peer" in (e.text or "") for e in result.sink.events)
+
+
+def test_elastic_error_record_cut_inside_its_string_still_yields_its_lines():
+    from postmortem.parsers.wrappers import unwrap_callstack
+    cut = '      "py_callstack": "Traceback (most recent call last):\\n  File \\"x.py\\", line 3, in f\\nRuntimeError: connect() timed out.\\'
+    assert unwrap_callstack(cut) == ["Traceback (most recent call last):", '  File "x.py", line 3, in f',
+                                     "RuntimeError: connect() timed out."]
+    assert unwrap_callstack('"message": "RuntimeError: boom"') is None
