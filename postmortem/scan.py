@@ -33,11 +33,11 @@ from typing import Iterable, Iterator
 
 from postmortem import bundle, fold, knowledge
 from postmortem.budget import Meter
-from postmortem.parsers import _SEEN_CAP, TextResult, _feed, _instances, _is_busy, _note, _offer, _safely, _wants
+from postmortem.parsers import _SEEN_CAP, TextResult, _feed, _instances, _is_busy, _note, _offer, _safely, _wants, read_as
 from postmortem.parsers.base import Line, LineParser, Sink
 from postmortem.parsers.messages import MessageMatcher
 from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain, info_parts, plain_shape
-from postmortem.parsers.wrappers import clean, strip
+from postmortem.parsers.wrappers import clean, strip, unwrap_callstack
 
 # Artifacts at least this big go through the scanning stage; smaller ones line by line.
 # (a rank's file of 300 INFO lines, 26 KB, reads 2.4x faster scanned; 65 lines break even)
@@ -239,15 +239,15 @@ class _Reader:
     # -- line by line, exactly as parsers.parse_text ---------------------------------------
 
     def one(self, raw: str, no: int):
-        text, rank, wrapped_host, stamp = strip(raw)
-        line = Line(self.path, no, text, raw, wrapped_host or self.host, rank, stamp)
-        claimed_by = _offer(self.parsers, self.in_block, line, self.sink)
-        if claimed_by:
-            self.used.add(claimed_by.name)
-        elif any(_wants(self.sink, p, line) for p in self.parsers):
-            self.unclaimed += 1
-        if self.matcher.feed(line):
-            self.used.add(self.matcher.name)
+        claimed_by = None
+        for line in read_as(self.path, no, raw, self.host):
+            claimed_by = _offer(self.parsers, self.in_block, line, self.sink)
+            if claimed_by:
+                self.used.add(claimed_by.name)
+            elif any(_wants(self.sink, p, line) for p in self.parsers):
+                self.unclaimed += 1
+            if self.matcher.feed(line):
+                self.used.add(self.matcher.name)
         return claimed_by
 
     def quick(self, raw: str, no: int, kind: int, thread: tuple | None = None, shape: str | None = None):
@@ -343,7 +343,7 @@ class _Reader:
 
     def classify(self, raw: str) -> tuple[int, tuple | None]:
         text, rank, wrapped_host, stamp = strip(raw)
-        if text != raw or rank is not None or wrapped_host or stamp is not None:
+        if text != raw or rank is not None or wrapped_host or stamp is not None or unwrap_callstack(text) is not None:
             return ONE_BY_ONE, None
         said = self.matcher.matches(text)
         if said == 2:

@@ -278,6 +278,13 @@ class TextResult:
 _SEEN_CAP = 200_000
 
 
+def read_as(path: str, no: int, raw: str, host: str | None) -> list[Line]:
+    """The Line(s) a physical line is read as: its wrappers stripped (wrappers.strip), and an
+    elastic error record's traceback unwrapped into the lines it holds (wrappers.unwrap_callstack)."""
+    text, rank, wrapped_host, stamp = strip(raw)
+    return [Line(path, no, t, raw, wrapped_host or host, rank, stamp) for t in unwrap_callstack(text) or (text,)]
+
+
 def parse_text(path: str, raw_lines: Iterable[str], host: str | None = None,
                k: knowledge.Knowledge | None = None, numbering: Iterator[int] | None = None,
                meter: Meter | None = None) -> TextResult:
@@ -312,10 +319,7 @@ def parse_text(path: str, raw_lines: Iterable[str], host: str | None = None,
             if len(seen) < _SEEN_CAP:
                 seen[key] = times
         raw = clean(raw)
-        text, rank, wrapped_host, stamp = strip(raw)
-        # an elastic error record's traceback is read as the lines it holds (wrappers.unwrap_callstack)
-        for text in unwrap_callstack(text) or (text,):
-            line = Line(path, n, text, raw, wrapped_host or host, rank, stamp)
+        for line in read_as(path, n, raw, host):
             claimed_by = _offer(parsers, in_block, line, sink)
             if claimed_by:
                 used.add(claimed_by.name)
@@ -385,4 +389,4 @@ def _safely(sink: Sink, parser: LineParser, fn, *args) -> bool:
         return False
 
 
-__all__ = ["PARSERS", "parse_text", "TextResult", "Line", "LineParser", "Sink"]
+__all__ = ["PARSERS", "parse_text", "read_as", "TextResult", "Line", "LineParser", "Sink"]
