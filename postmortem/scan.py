@@ -37,7 +37,7 @@ from postmortem.parsers import _SEEN_CAP, TextResult, _feed, _instances, _is_bus
 from postmortem.parsers.base import Line, LineParser, Sink
 from postmortem.parsers.messages import MessageMatcher
 from postmortem.parsers.nccl import _ABORT, _INFO_MARK, _INFO_PREFIX, NcclParser, fast_chain, info_parts, plain_shape
-from postmortem.parsers.wrappers import clean, strip, unwrap_callstack
+from postmortem.parsers.wrappers import CALLSTACK_KEY, clean, strip
 
 # Artifacts at least this big go through the scanning stage; smaller ones line by line.
 # (a rank's file of 300 INFO lines, 26 KB, reads 2.4x faster scanned; 65 lines break even)
@@ -343,7 +343,7 @@ class _Reader:
 
     def classify(self, raw: str) -> tuple[int, tuple | None]:
         text, rank, wrapped_host, stamp = strip(raw)
-        if text != raw or rank is not None or wrapped_host or stamp is not None or unwrap_callstack(text) is not None:
+        if text != raw or rank is not None or wrapped_host or stamp is not None or CALLSTACK_KEY in text:
             return ONE_BY_ONE, None
         said = self.matcher.matches(text)
         if said == 2:

@@ -283,7 +283,6 @@ class _ToRecord(Transformer):
         signal = SIGNALS.get(code - 128) if 128 < code <= 128 + 64 else None
         return {"what": "exit", "launcher": "compose", "host": str(container), "exitcode": code, "signal": signal}
 
-
     # -- CPython subprocess: the launcher's child died of a signal
     def subprocess_line(self, _exc, command, signals_repr, _signo):
         return {"what": "exit", "launcher": "subprocess", "signal": str(signals_repr).split(".", 1)[1],

@@ -150,12 +150,13 @@ def _looks_like_host(word: str) -> bool:
 # traceback is one JSON string with its newlines escaped.  It is read as the lines it holds, each
 # cited at the physical line that carries it.  A paste cut inside the string (no closing quote)
 # still yields what it holds; a half escape at the cut is dropped.
+CALLSTACK_KEY = '"py_callstack": "'   # a line without it is never unwrapped (the scanner's cheap test too)
 _PY_CALLSTACK = re.compile(r'"py_callstack": "((?:[^"\\]|\\.){0,200000})(?:"|\\?$)')
 
 
 def unwrap_callstack(text: str) -> list[str] | None:
     """The traceback lines an elastic error record's `py_callstack` string holds, or None."""
-    if '"py_callstack": "' not in text:
+    if CALLSTACK_KEY not in text:
         return None
     m = _PY_CALLSTACK.search(text)
     if m is None:
@@ -165,4 +166,3 @@ def unwrap_callstack(text: str) -> list[str] | None:
     except ValueError:
         return None
     return [line for line in lines if line.strip()] or None
-
