@@ -44,6 +44,8 @@ FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("ray_line", re.compile(r"^\(raylet\) A worker died or was killed")),
     ("compose_exit", re.compile(rf"^{COMPOSE_CONTAINER} exited with code \d{{1,3}}\s*$")),
     ("subprocess_line", re.compile(r"^(?:subprocess\.)?CalledProcessError: Command '.*' died with <Signals\.SIG")),
+    # a logger's own prefix may precede Lightning's message: it is read from `body` on
+    ("lightning_line", re.compile(r"(?P<body>(?:\[rank: \d+\] )?Child process with PID \d+ terminated with code -?\d+\.)")),
 )
 
 # Lines a launcher prints while it starts the job: (launcher, regex with a `stamp` group,
@@ -288,6 +290,13 @@ class _ToRecord(Transformer):
         return {"what": "exit", "launcher": "subprocess", "signal": str(signals_repr).split(".", 1)[1],
                 "command": str(command)[1:-1]}
 
+    # -- Lightning's child-process observer: the rank prefix is the local rank (i + 1)
+    def lightning_line(self, *parts):
+        ints = [p for p in parts if getattr(p, "type", "") in ("INT", "SIGNED_INT")]
+        local_rank = int(ints[0]) if len(ints) == 3 else None
+        return {"what": "exit", "launcher": "lightning", "pid": int(ints[-2]), "exitcode": int(ints[-1]),
+                "local_rank": local_rank}
+
 
 _TRANSFORMER = _ToRecord()
 
@@ -331,7 +340,7 @@ class LauncherParser(LineParser):
     gate_words = any_word(["ChildFailedError:", "closing signal SIG", "via signal SIG", "failed (exitcode: ",
                            "death signal, shutting down", "] Killing subprocess", "] exits with return code = ",
                            "ProcessExitedException: process", " exited with code ",
-                           "CalledProcessError: Command "])
+                           "CalledProcessError: Command ", "Child process with PID "])
 
     def __init__(self, path, sink) -> None:
         super().__init__(path, sink)
@@ -348,9 +357,10 @@ class LauncherParser(LineParser):
                 return True
             self._close_table()
         for start, rx in FAMILIES:
-            if not rx.search(line.text):
+            m = rx.search(line.text)
+            if m is None:
                 continue
-            record = _parse(start, line.text)
+            record = _parse(start, line.text[m.start("body"):] if "body" in rx.groupindex else line.text)
             if record is not None:
                 self._handle(line, record)
                 return True

@@ -181,3 +181,24 @@ def test_python_subprocess_nonzero_exit_is_no_death_by_signal():
     line = "subprocess.CalledProcessError: Command '['python', 'train.py']' returned non-zero exit status 1."
     result = parse_text("stderr.txt", [line])
     assert not _events(result, "launcher.exit")
+
+
+@pytest.mark.parametrize("name,signal", [("lightning_child_kill.log", "SIGKILL"), ("lightning_child_bus.log", "SIGBUS")])
+def test_lightning_observer_reports_a_local_rank_killed_by_a_signal(name, signal):
+    """Lightning's _ChildProcessObserver (lightning/fabric/strategies/launchers/subprocess_script.py):
+    "[rank: 1] Child process with PID N terminated with code -9. ..." -- Popen's negative code is the
+    signal; the prefix is the local rank.  Real output (fixtures/launcher/lightning_child_killed.py)."""
+    result = _parse(name)
+    (exit_line,) = _events(result, "launcher.exit")
+    assert exit_line.data["launcher"] == "lightning"
+    assert exit_line.data["signal"] == signal
+    assert exit_line.data["local_rank"] == 1 and exit_line.pid > 0
+
+
+def test_lightning_observer_line_after_a_logger_prefix_and_a_plain_exit_code():
+    """A logging prefix before the message is skipped; a positive code is an exit, no signal."""
+    line = ("[2025-01-02 10:00:00,000][lightning.fabric.strategies.launchers.subprocess_script][INFO] - "
+            "[rank: 3] Child process with PID 812 terminated with code 1. Forcefully terminating all other processes")
+    (exit_line,) = _events(parse_text("stderr.txt", [line]), "launcher.exit")
+    assert exit_line.data["exitcode"] == 1 and "signal" not in exit_line.data
+    assert exit_line.data["local_rank"] == 3 and exit_line.pid == 812
