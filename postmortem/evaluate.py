@@ -65,7 +65,7 @@ def evaluate(dirs, rules: tuple[Path, ...] = ()) -> dict:
             "case": case.name, "expected_category": truth.get("category"), "expected_cause": expected_cause,
             "truth_cause": truth.get("cause"), "category": v.category.value, "cause": v.cause,
             "confidence": v.confidence, "category_ok": v.category.value == truth.get("category"),
-            "cause_ok": v.cause == expected_cause, "evidence_ok": evidence_ok,
+            "cause_ok": v.cause == expected_cause, "evidence_ok": evidence_ok, "leaning": v.leaning,
         })
     scored = [r for r in rows if "error" not in r]
     n = len(rows)

@@ -243,6 +243,10 @@ class Verdict:
     steps: tuple[str, ...] = ()     # next_steps in prose
     title: str = ""                 # the cause's title in words (knowledge), for headlines
     launcher_root: LauncherRoot | None = None  # torchrun's first observed failure, weighed
+    # An unknown verdict whose evidence points one way without enough to claim: that cause and
+    # its support ("" and 0.0 otherwise, and for every claim)
+    leaning: str = ""
+    leaning_support: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

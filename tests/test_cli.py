@@ -8,7 +8,7 @@ import tarfile
 import zipfile
 
 
-from conftest import CORPUS, analyze_json, run_cli
+from conftest import CORPUS, FIXTURES, analyze_json, run_cli
 
 VERDICT_KEYS = {"category", "cause", "confidence", "summary", "evidence", "symptoms", "remediation", "next_steps"}
 EVENT_KEYS = {"ts", "ts_basis", "uncertainty_s", "source", "line", "host", "pid", "tid", "rank", "kind", "text"}
@@ -25,6 +25,20 @@ def test_analyze_json_contract(tmp_path):
     assert v["timeline"] and EVENT_KEYS <= set(v["timeline"][0])
     assert {a["status"] for a in v["artifacts"]} == {"ok"}
     assert re.match(r"sig\d+:config:shm_exhausted:", v["signature"])
+    assert v["verdict"]["leaning"] is None   # a claim has no lean
+
+
+def test_an_unknown_verdict_names_its_lean_in_the_json(tmp_path):
+    """Lightning's observer reporting a local rank killed by SIGKILL and nothing else: one weak
+    sign (a lone SIGKILL leans host_oom), so the verdict is unknown and `leaning` says where to
+    look -- a field scripts can route on (real output: fixtures/launcher/lightning_child_killed.py)."""
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    (bundle / "train.log").write_bytes((FIXTURES / "launcher" / "lightning_child_kill.log").read_bytes())
+    v = analyze_json(bundle, tmp_path)
+    assert v["verdict"]["cause"] == "unknown" and v["verdict"]["confidence"] == 0
+    assert v["verdict"]["leaning"] == {"cause": "host_oom", "category": "config", "support": 0.25}
+    assert "leaning host_oom" in v["verdict"]["summary"]
 
 
 def test_every_event_has_a_basis_and_inferred_times_say_so(tmp_path):

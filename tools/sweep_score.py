@@ -3,8 +3,8 @@
     python tools/sweep_score.py [--out scores.tsv] DIR...
 
 DIR is a case folder or a folder of case folders (postmortem.evaluate.find_cases).  Prints one
-line of totals, then every wrong-category claim and every confident (>= 0.8) wrong cause; --out
-writes one row per case (case, truth, verdict, confidence, ok flags) for later comparison.
+line of totals, one of the unknown verdicts by their lean, then every wrong-category claim and every confident (>= 0.8) wrong cause; --out
+writes one row per case (case, truth, verdict, confidence, ok flags, lean) for later comparison.
 """
 import argparse
 import sys
@@ -24,6 +24,11 @@ def main() -> int:
     wrongcat = [r for r in rows if "error" not in r and r["category"] != "unknown" and not r["category_ok"]]
     print(f"cases {result['total']} category {result['category_correct']} cause {result['cause_correct']} "
           f"confident_wrong {len(result['confident_wrong'])} wrong_category_claims {len(wrongcat)}")
+    # The unknown verdicts by their lean: what claiming every lean would have scored, and what not
+    unknown = [r for r in rows if "error" not in r and r["cause"] == "unknown"]
+    right = sum(1 for r in unknown if r["leaning"] and r["leaning"] == r["expected_cause"])
+    lean_wrong = sum(1 for r in unknown if r["leaning"] and r["leaning"] != r["expected_cause"])
+    print(f"unknown {len(unknown)}: leaning right {right}, leaning wrong {lean_wrong}, no lean {len(unknown) - right - lean_wrong}")
     for r in wrongcat:
         print(f"wrongcat {r['case']} truth {r['expected_category']}/{r['expected_cause']} got {r['category']}/{r['cause']} {r['confidence']:.2f}")
     for c in result["confident_wrong"]:
@@ -39,7 +44,7 @@ def main() -> int:
                     continue
                 f.write("\t".join([r["case"], f"{r['expected_category']}/{r['expected_cause']}",
                                    f"{r['category']}/{r['cause']}", f"{r['confidence']:.2f}",
-                                   str(int(r["category_ok"])), str(int(r["cause_ok"]))]) + "\n")
+                                   str(int(r["category_ok"])), str(int(r["cause_ok"])), r["leaning"] or "-"]) + "\n")
     return 0
 
 

@@ -476,4 +476,5 @@ def _unknown(case: Case, k: Knowledge, findings: list[Finding], scores: dict[str
         category=Category.UNKNOWN, cause="unknown", confidence=0.0, summary=summary, explanation=u.explanation,
         root=None, symptoms=symptoms, alternatives=alternatives, remediation=u.remediation,
         next_steps=u.next_steps, counter_evidence=(), signature=signature_of("unknown", "unknown", None, case),
-        trace=tuple(trace), collect=tuple(collect), commands=u.commands, steps=u.steps, title=u.title)
+        trace=tuple(trace), collect=tuple(collect), commands=u.commands, steps=u.steps, title=u.title,
+        leaning=leaning or "", leaning_support=round(scores[leaning], 2) if leaning else 0.0)

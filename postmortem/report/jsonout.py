@@ -23,6 +23,14 @@ def ref_json(r: Ref) -> dict[str, Any]:
     return {"artifact": r.path, "line": r.line, "offset": r.offset, "record": r.record, "text": r.text}
 
 
+def _leaning_json(v) -> dict[str, Any] | None:
+    """An unknown verdict's lean: the cause its evidence points at without enough to claim."""
+    if not v.leaning:
+        return None
+    category = next((f.category.value for f in v.alternatives if f.cause == v.leaning), None)
+    return {"cause": v.leaning, "category": category, "support": v.leaning_support}
+
+
 def finding_json(f: Finding) -> dict[str, Any]:
     return {"cause": f.cause, "category": f.category.value, "confidence": f.confidence, "rule": f.rule,
             "role": f.role, "summary": f.summary, "discriminator": f.discriminator,
@@ -254,6 +262,7 @@ def _fields(a: Analysis) -> dict[str, Any]:
             "commands": list(v.commands), "steps": list(v.steps),
             "collect": list(v.collect),
             "launcher_root": launcher_root_json(v.launcher_root),
+            "leaning": _leaning_json(v),
         },
         "signature": v.signature,
         "timeline_notes": list(a.timeline_notes),
