@@ -267,8 +267,9 @@ def test_real_lines_carrying_an_entrys_words_match_it(name):
     # cut closing *words* are read); such lines are listed, every uncut line must match.
     cut = [(p, l) for p, l in missed if any(_cut_quote_of(l, e["template"], e["key"]) for e in entries)]
     # 6 since the seventeenth sweep: its torchtune-1165 paste wraps three watchdog lines inside a field ("Timeo" / "ut(ms)=");
-    # 7 since the nineteenth: trlx-373's paste (validation34) wraps a watchdog line over three lines after "timeout: ".
-    assert len(cut) <= 7, cut
+    # 7 since the nineteenth: trlx-373's paste (validation34) wraps a watchdog line over three lines after "timeout: ";
+    # 8 since the twentieth: megatron-bridge-1376's paste (validation35) wraps one the same way.
+    assert len(cut) <= 8, cut
     missed = [m for m in missed if m not in cut]
     assert not missed, missed[:5]
 

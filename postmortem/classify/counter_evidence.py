@@ -194,8 +194,10 @@ def _same_process_as(e: Event, survivors: list[Event], other_exceptions: bool) -
 _TEARDOWN = frozenset({"SIGTERM", "SIGABRT", "SIGINT", "SIGHUP"})
 # (torch's elastic parse_rendezvous_endpoint rejecting the store's address is a set-up error of the
 # job's communication, not a death that leaves its peers talking to nobody)
+# (glibc's gai_strerror texts: a host name that did not resolve is the network's set-up, c10d's
+# 'host not found: ...' ValueError included)
 _NETWORK_TEXT = re.compile(r"NCCL|nccl|[Cc]onnection|network|[Gg]loo|[Tt]imed out|[Tt]imeout|DistBackendError|Socket"
-                           r"|of the rendezvous endpoint '")
+                           r"|of the rendezvous endpoint '|Name or service not known|Temporary failure in name resolution")
 # Exceptions that only carry another process's error: torch/multiprocessing/spawn.py raises
 # ProcessRaisedException in the parent with the child's traceback as its text (the child's own
 # exception, read where it is printed, says what happened); not a death of their own.
