@@ -13,7 +13,7 @@ FORMATS = ROOT / "docs" / "formats.md"
 TEXT_ENDINGS = (".py", ".toml", ".lark", ".md", ".j2", ".txt", ".css", ".js", ".json")
 
 # e.g. docs/formats.md §2.5; docs/formats.md §1.6, §5.5; docs/formats.md §2.1–2.2
-CITATION = re.compile(r"(\S*)formats\.md`? ?§ ?([0-9][0-9.]*(?:[–-][0-9][0-9.]*)?(?:, ?§ ?[0-9][0-9.]*)*)")
+CITATION = re.compile(r"(\S{0,200})formats\.md`? ?§ ?([0-9][0-9.]*(?:[–-][0-9][0-9.]*)?(?:, ?§ ?[0-9][0-9.]*)*)")
 SECTION_HEADING = re.compile(r"^#{2,6} §([0-9]+(?:\.[0-9]+)*) ", re.M)
 SELF_REFERENCE = re.compile(r"§ ?([0-9]+(?:\.[0-9]+)*)")
 # A path that leaves the repository: the project's shared folder on a development machine.
@@ -58,6 +58,8 @@ def test_every_formats_md_citation_names_a_section_of_docs_formats_md():
     bad = []
     for path in _files("postmortem", "grammars", "docs", "tests", "fixtures", "tools", "bench", "README.md"):
         text = path.read_text(encoding="utf-8", errors="replace")
+        if "formats.md" not in text:
+            continue   # (and a fixture's megabyte JSON line without a space is never scanned by the regex)
         for m in CITATION.finditer(text):
             where = f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}"
             if not m.group(1).endswith("docs/"):
