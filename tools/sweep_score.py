@@ -21,6 +21,16 @@ def main() -> int:
     args = ap.parse_args()
     result = evaluate([Path(d) for d in args.dirs])
     rows = result["cases"]
+    # the per-case rows first: a reader that stops early (`| head -1`) must not lose them
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            for r in rows:
+                if "error" in r:
+                    f.write(f"{r['case']}\tERROR\t{r['error']}\n")
+                    continue
+                f.write("\t".join([r["case"], f"{r['expected_category']}/{r['expected_cause']}",
+                                   f"{r['category']}/{r['cause']}", f"{r['confidence']:.2f}",
+                                   str(int(r["category_ok"])), str(int(r["cause_ok"])), r["leaning"] or "-"]) + "\n")
     wrongcat = [r for r in rows if "error" not in r and r["category"] != "unknown" and not r["category_ok"]]
     print(f"cases {result['total']} category {result['category_correct']} cause {result['cause_correct']} "
           f"confident_wrong {len(result['confident_wrong'])} wrong_category_claims {len(wrongcat)}")
@@ -36,15 +46,6 @@ def main() -> int:
     for r in rows:
         if "error" in r:
             print(f"ERROR {r['case']}: {r['error']}")
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            for r in rows:
-                if "error" in r:
-                    f.write(f"{r['case']}\tERROR\t{r['error']}\n")
-                    continue
-                f.write("\t".join([r["case"], f"{r['expected_category']}/{r['expected_cause']}",
-                                   f"{r['category']}/{r['cause']}", f"{r['confidence']:.2f}",
-                                   str(int(r["category_ok"])), str(int(r["cause_ok"])), r["leaning"] or "-"]) + "\n")
     return 0
 
 

@@ -291,11 +291,14 @@ class _ToRecord(Transformer):
                 "command": str(command)[1:-1]}
 
     # -- Lightning's child-process observer: the rank prefix is the local rank (i + 1)
-    def lightning_line(self, *parts):
-        ints = [p for p in parts if getattr(p, "type", "") in ("INT", "SIGNED_INT")]
-        local_rank = int(ints[0]) if len(ints) == 3 else None
-        return {"what": "exit", "launcher": "lightning", "pid": int(ints[-2]), "exitcode": int(ints[-1]),
-                "local_rank": local_rank}
+    def lightning_msg(self, pid, code, _rest=None):
+        return {"what": "exit", "launcher": "lightning", "pid": int(pid), "exitcode": int(code)}
+
+    def lightning_ranked(self, local_rank, msg):
+        return {**msg, "local_rank": int(local_rank)}
+
+    def lightning_line(self, msg):
+        return msg
 
 
 _TRANSFORMER = _ToRecord()
